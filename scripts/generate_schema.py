@@ -24,18 +24,24 @@ live in `agentic_rag.a2a.compat`.
 '''
 
 CODEGEN_ARGS = [
-    "--input-file-type", "jsonschema",
-    "--output-model-type", "pydantic_v2.BaseModel",
-    "--target-python-version", "3.12",
+    "--input-file-type",
+    "jsonschema",
+    "--output-model-type",
+    "pydantic_v2.BaseModel",
+    "--target-python-version",
+    "3.12",
     "--disable-timestamp",
     "--use-union-operator",
     "--use-standard-collections",
     "--use-field-description",
     "--snake-case-field",
     "--use-subclass-enum",
-    "--enum-field-as-literal", "one",
-    "--base-class", "agentic_rag.a2a.base.A2AModel",
-    "--formatters", "ruff-format",
+    "--enum-field-as-literal",
+    "one",
+    "--base-class",
+    "agentic_rag.a2a.base.A2AModel",
+    "--formatters",
+    "ruff-format",
 ]
 
 
@@ -43,8 +49,16 @@ def generate() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "schema.py"
         subprocess.run(
-            [sys.executable, "-m", "datamodel_code_generator", "--input", str(SCHEMA),
-             "--output", str(out), *CODEGEN_ARGS],
+            [
+                sys.executable,
+                "-m",
+                "datamodel_code_generator",
+                "--input",
+                str(SCHEMA),
+                "--output",
+                str(out),
+                *CODEGEN_ARGS,
+            ],
             check=True,
         )
         body = out.read_text()

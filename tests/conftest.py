@@ -3,9 +3,13 @@
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
+
+if TYPE_CHECKING:
+    from tests.live import LiveServer
 
 from agentic_rag.storage.embedded import start_embedded_postgres
 
@@ -53,3 +57,36 @@ async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
+
+
+@pytest.fixture(scope="session")
+def sut_database(postgres_dsn: str) -> str:
+    """A database for the session-wide server, separate from the per-test ones."""
+    import asyncio
+
+    name = f"sut_{uuid.uuid4().hex[:12]}"
+
+    async def create() -> None:
+        admin = await asyncpg.connect(postgres_dsn)
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await admin.close()
+
+    asyncio.run(create())
+    return _with_database(postgres_dsn, name)
+
+
+@pytest.fixture(scope="session")
+def sut(sut_database: str, tmp_path_factory: pytest.TempPathFactory) -> "Iterator[LiveServer]":
+    """One server with the conformance skills (conformance/skills.py) for the whole session."""
+    from conformance.skills import conformance_registry
+    from tests.live import live_server
+
+    with live_server(
+        conformance_registry(),
+        database_url=sut_database,
+        data_dir=tmp_path_factory.mktemp("sut"),
+        push_allow_private=["127.0.0.1"],
+    ) as server:
+        yield server

@@ -30,6 +30,8 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(1_048_576, description="Largest JSON-RPC request body accepted.")
     max_json_depth: int = Field(64, description="Deepest JSON nesting accepted in a request.")
 
+    max_running_tasks: int = Field(4096, description="Skills running at once in this process.")
+
     push_allow_private: list[str] = Field(
         default_factory=list,
         description="Hosts or CIDRs that push webhooks may reach despite the SSRF guard.",

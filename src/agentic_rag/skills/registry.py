@@ -24,7 +24,7 @@ class SkillError(Exception):
     """A failure the caller should read: the task ends `failed` with this message."""
 
 
-class InputRequired(Exception):  # noqa: N818 - it is a signal, not an error
+class InputRequired(Exception):
     """Raised by `SkillContext.ask`: the task pauses in `input-required` with this question.
 
     The handler exits; the caller's next message on the same task runs it again with every

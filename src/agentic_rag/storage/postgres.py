@@ -27,8 +27,11 @@ async def migrate(conn: asyncpg.Connection) -> list[str]:
         )
         done = {r["name"] for r in await conn.fetch("SELECT name FROM schema_migrations")}
         scripts = sorted(
-            (f for f in resources.files(__package__).joinpath("migrations").iterdir()
-             if f.name.endswith(".sql")),
+            (
+                f
+                for f in resources.files(__package__).joinpath("migrations").iterdir()
+                if f.name.endswith(".sql")
+            ),
             key=lambda f: f.name,
         )
         for script in scripts:
@@ -45,13 +48,15 @@ async def migrate(conn: asyncpg.Connection) -> list[str]:
 async def pending_migrations(conn: asyncpg.Connection) -> list[str]:
     """Names of migrations that exist in the package but not in the database."""
     known = {
-        f.name for f in resources.files(__package__).joinpath("migrations").iterdir()
+        f.name
+        for f in resources.files(__package__).joinpath("migrations").iterdir()
         if f.name.endswith(".sql")
     }
     exists = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
     done = (
         {r["name"] for r in await conn.fetch("SELECT name FROM schema_migrations")}
-        if exists else set()
+        if exists
+        else set()
     )
     return sorted(known - done)
 
@@ -63,6 +68,8 @@ async def connect(dsn: str, size: int) -> asyncpg.Pool:
         await migrate(conn)
     finally:
         await conn.close()
-    pool = await asyncpg.create_pool(dsn, min_size=min(2, size), max_size=size, init=_init_connection)
+    pool = await asyncpg.create_pool(
+        dsn, min_size=min(2, size), max_size=size, init=_init_connection
+    )
     assert pool is not None
     return pool

@@ -26,7 +26,9 @@ CREATE TABLE task_events (
     tenant      text        NOT NULL,
     task_id     text        NOT NULL,
     seq         bigint      NOT NULL,
-    event       jsonb       NOT NULL,  -- a Task, TaskStatusUpdateEvent or TaskArtifactUpdateEvent
+    kind        text        NOT NULL,  -- task, status-update, artifact-update or message
+    final       boolean     NOT NULL,  -- ends a stream cycle
+    event       jsonb       NOT NULL,  -- the A2A object as it goes on the wire
     created_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (tenant, task_id, seq)
 );

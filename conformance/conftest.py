@@ -1,0 +1,140 @@
+"""Fixtures of the black-box conformance suite.
+
+The server under test (SUT) is named by `--sut-url` or the environment variable
+`A2A_SUT_URL` (its base URL; the Agent Card is fetched from `/.well-known/agent.json`).
+With neither, the suite starts this project's server itself:
+
+    python conformance/run-sut --port <free port> --data-dir <tmp>
+
+waits until its Agent Card answers, and stops it at the end (SIGTERM, then SIGKILL).
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from conformance.support import ROOT, Rpc
+
+RUN_SUT = ROOT / "conformance" / "run-sut"
+STARTUP_TIMEOUT = 60.0
+STOP_TIMEOUT = 15.0
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--sut-url",
+        default=None,
+        help="base URL of the A2A server under test (default: env A2A_SUT_URL, "
+        "else start conformance/run-sut)",
+    )
+
+
+@pytest.fixture(scope="session")
+def sut_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The base URL of the server under test."""
+    url = request.config.getoption("--sut-url") or os.environ.get("A2A_SUT_URL")
+    if url:
+        yield url.rstrip("/")
+        return
+    with _started_sut(tmp_path_factory.mktemp("sut")) as started:
+        yield started
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def _started_sut(workdir: Path) -> Iterator[str]:
+    if not RUN_SUT.exists():
+        pytest.fail(f"{RUN_SUT} does not exist; set A2A_SUT_URL or pass --sut-url")
+    port = _free_port()
+    log_path = workdir / "sut.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                str(RUN_SUT),
+                "--port",
+                str(port),
+                "--data-dir",
+                str(workdir / "data"),
+            ],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            _wait_until_ready(process, url, log_path)
+            yield url
+        finally:
+            _stop(process)
+
+
+def _wait_until_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"run-sut exited with {process.returncode}:\n{_tail(log_path)}")
+        with suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/.well-known/agent.json", timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    pytest.fail(
+        f"run-sut did not serve its Agent Card within {STARTUP_TIMEOUT}s:\n{_tail(log_path)}"
+    )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            # run-sut and whatever it started run in the session we created for it.
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.kill()
+            process.wait()
+
+
+def _tail(path: Path, lines: int = 60) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+@pytest.fixture(scope="session")
+def http() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=httpx.Timeout(30.0, read=20.0)) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def card(http: httpx.Client, sut_url: str) -> dict[str, Any]:
+    """The Agent Card at the 0.2.1 well-known path."""
+    response = http.get(f"{sut_url}/.well-known/agent.json")
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+@pytest.fixture(scope="session")
+def rpc(http: httpx.Client, card: dict[str, Any]) -> Rpc:
+    """JSON-RPC calls to the endpoint the card names (A2A-NOTES §1: POST to `AgentCard.url`)."""
+    return Rpc(http, card["url"])

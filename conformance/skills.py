@@ -1,0 +1,58 @@
+"""Skills for black-box conformance suites, driven by plain text (see `run-sut`).
+
+- `task N D`: N `working` updates D milliseconds apart, then a text artifact, then `completed`
+- `ask`: `input-required`; the next message on the task completes it
+- `fail`: ends `failed` with a reason
+- anything else: echoed back in a completed task, after the configured echo delay
+"""
+
+import asyncio
+import re
+
+from pydantic import BaseModel, Field
+
+from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
+from agentic_rag.skills.help import add_help
+
+TASK = re.compile(r"^\s*task(?:\s+(\d+))?(?:\s+(\d+))?\s*$", re.IGNORECASE)
+
+
+class ScriptInput(BaseModel):
+    text: str = Field(description="task N D | ask | fail | any text to echo")
+
+
+class ScriptOutput(BaseModel):
+    text: str
+
+
+def conformance_registry(echo_delay: float = 0.0) -> SkillRegistry:
+    registry = SkillRegistry()
+
+    @registry.skill(
+        description="Follows a script given as plain text: 'task N D', 'ask', 'fail', or echo.",
+        tags=["conformance"],
+        examples=["task 3 50", "ask", "fail", "hello"],
+        text_argument="text",
+        render=lambda output: output.text,
+        default=True,
+    )
+    async def script(ctx: SkillContext, args: ScriptInput) -> ScriptOutput:
+        text = args.text.strip()
+        if match := TASK.match(text):
+            updates, delay = int(match[1] or 0), int(match[2] or 0)
+            for i in range(updates):
+                await ctx.progress(f"step {i + 1} of {updates}")
+                await asyncio.sleep(delay / 1000)
+            return ScriptOutput(text=f"done after {updates} updates")
+        if text.lower() == "ask":
+            if len(ctx.texts) < 2:
+                ctx.ask("What should I answer? Reply on this task.")
+            return ScriptOutput(text=f"you said: {ctx.texts[-1]}")
+        if text.lower() == "fail":
+            raise SkillError("failed as asked: the message was 'fail'")
+        if echo_delay:
+            await asyncio.sleep(echo_delay)
+        return ScriptOutput(text=args.text)
+
+    add_help(registry, default=False)
+    return registry

@@ -1,0 +1,52 @@
+"""The Agent Card, built from the settings and the skills registry (A2A-NOTES §7, §10)."""
+
+from importlib.metadata import version
+from typing import Any
+
+from agentic_rag.a2a.invocation import OUTPUT_MODES
+from agentic_rag.a2a.schema import AgentCapabilities, AgentCard, AgentSkill
+from agentic_rag.config import Settings
+from agentic_rag.skills import SkillRegistry
+
+INPUT_MODES = ["text/plain", "application/json"]
+
+
+def agent_card(settings: Settings, registry: SkillRegistry) -> AgentCard:
+    return AgentCard(
+        name=settings.agent_name,
+        description=settings.agent_description,
+        url=settings.base_url() + "/",
+        version=version("agentic-rag"),
+        capabilities=AgentCapabilities(
+            streaming=True, push_notifications=True, state_transition_history=False
+        ),
+        default_input_modes=INPUT_MODES,
+        default_output_modes=list(OUTPUT_MODES),
+        skills=[
+            AgentSkill(
+                id=skill.name,
+                name=skill.name,
+                description=skill.description,
+                tags=list(skill.tags),
+                examples=list(skill.examples) or None,
+                input_modes=INPUT_MODES,
+                output_modes=list(OUTPUT_MODES),
+            )
+            for skill in registry
+        ],
+        supports_authenticated_extended_card=False,
+    )
+
+
+def card_documents(card: AgentCard) -> tuple[bytes, bytes]:
+    """The card as served at agent.json (labelled 0.2.1) and agent-card.json (labelled 0.3.0).
+
+    The current a2a-sdk client reads agent-card.json and picks its transport from
+    `protocolVersion`; it cannot talk to a card labelled 0.2.x (A2A-NOTES §10).
+    """
+    import orjson
+
+    base: dict[str, Any] = card.model_dump(mode="json", by_alias=True, exclude_none=True)
+    v021 = {**base, "protocolVersion": "0.2.1"}
+    v030 = {**base, "protocolVersion": "0.3.0", "preferredTransport": "JSONRPC"}
+    return orjson.dumps(v021), orjson.dumps(v030)

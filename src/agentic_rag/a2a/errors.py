@@ -1,0 +1,63 @@
+"""A2A and JSON-RPC errors (A2A-NOTES §3). Raise one; the JSON-RPC layer answers with it."""
+
+from typing import Any, ClassVar
+
+
+class A2AError(Exception):
+    code: ClassVar[int]
+    default_message: ClassVar[str]
+
+    def __init__(self, message: str | None = None, data: Any = None) -> None:
+        self.message = message or self.default_message
+        self.data = data
+        super().__init__(self.message)
+
+    def to_dict(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class JSONParseError(A2AError):
+    code, default_message = -32700, "Invalid JSON payload"
+
+
+class InvalidRequestError(A2AError):
+    code, default_message = -32600, "Request payload validation error"
+
+
+class MethodNotFoundError(A2AError):
+    code, default_message = -32601, "Method not found"
+
+
+class InvalidParamsError(A2AError):
+    code, default_message = -32602, "Invalid parameters"
+
+
+class InternalError(A2AError):
+    code, default_message = -32603, "Internal error"
+
+
+class TaskNotFoundError(A2AError):
+    code, default_message = -32001, "Task not found"
+
+
+class TaskNotCancelableError(A2AError):
+    code, default_message = -32002, "Task cannot be canceled"
+
+
+class PushNotificationNotSupportedError(A2AError):
+    code, default_message = -32003, "Push Notification is not supported"
+
+
+class UnsupportedOperationError(A2AError):
+    code, default_message = -32004, "This operation is not supported"
+
+
+class ContentTypeNotSupportedError(A2AError):
+    code, default_message = -32005, "Incompatible content types"
+
+
+class AuthenticatedExtendedCardNotConfiguredError(A2AError):
+    code, default_message = -32007, "Authenticated Extended Card is not configured"

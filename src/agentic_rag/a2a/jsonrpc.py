@@ -1,0 +1,83 @@
+"""JSON-RPC 2.0 framing: reading a request body and writing responses (A2A-NOTES §12.1).
+
+Parsing classifies every problem the way §12.1 says: not JSON (-32700), not a JSON-RPC request
+(-32600); the method and its params are checked by the dispatcher (-32601, -32602).
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from agentic_rag.a2a.errors import A2AError, InvalidRequestError, JSONParseError
+
+RequestId = str | int | None
+
+
+@dataclass(frozen=True)
+class RPCRequest:
+    id: RequestId
+    method: str
+    params: Any
+
+
+class RPCError(Exception):
+    """An error to answer with, and the id of the request it answers (None if unreadable)."""
+
+    def __init__(self, request_id: RequestId, error: A2AError, status: int = 200) -> None:
+        super().__init__(error.message)
+        self.request_id, self.error, self.status = request_id, error, status
+
+
+def parse(body: bytes, *, max_depth: int) -> RPCRequest:
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RPCError(None, JSONParseError(f"the body is not UTF-8 (byte {exc.start})")) from None
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise RPCError(None, JSONParseError(f"Invalid JSON payload: {exc}")) from None
+    if isinstance(payload, list):
+        raise RPCError(None, InvalidRequestError("batch requests are not supported"))
+    if not isinstance(payload, dict):
+        raise RPCError(None, InvalidRequestError("the request must be a JSON object"))
+    request_id = payload.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int | None):
+        raise RPCError(None, InvalidRequestError("id must be a string or an integer"))
+    if "id" not in payload:
+        raise RPCError(None, InvalidRequestError("id is required: notifications are not supported"))
+    if payload.get("jsonrpc") != "2.0":
+        raise RPCError(request_id, InvalidRequestError('jsonrpc must be exactly "2.0"'))
+    method = payload.get("method")
+    if not isinstance(method, str):
+        raise RPCError(request_id, InvalidRequestError("method must be a string"))
+    if _depth(payload) > max_depth:
+        raise RPCError(
+            request_id, InvalidRequestError(f"the request nests deeper than {max_depth}")
+        )
+    return RPCRequest(request_id, method, payload.get("params"))
+
+
+def _depth(value: Any) -> int:
+    """The nesting depth of a parsed JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, dict | list))
+    return deepest
+
+
+def success(request_id: RequestId, result_json: str | bytes) -> bytes:
+    """A success response around an already serialised result."""
+    if isinstance(result_json, str):
+        result_json = result_json.encode()
+    return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (orjson.dumps(request_id), result_json)
+
+
+def failure(request_id: RequestId, error: A2AError) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error.to_dict()})

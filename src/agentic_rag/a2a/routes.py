@@ -1,0 +1,297 @@
+"""The A2A HTTP surface: JSON-RPC on `POST /`, SSE streams, the Agent Card and the JWKS."""
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from agentic_rag.a2a import jsonrpc, states
+from agentic_rag.a2a.compat import (
+    PushConfigDelete,
+    PushConfigQuery,
+    QueryParams,
+    SendParams,
+    TaskPushConfig,
+)
+from agentic_rag.a2a.errors import (
+    A2AError,
+    AuthenticatedExtendedCardNotConfiguredError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    MethodNotFoundError,
+)
+from agentic_rag.a2a.jsonrpc import RequestId, RPCError
+from agentic_rag.a2a.schema import Message, TaskIdParams
+from agentic_rag.a2a.store import Event
+from agentic_rag.a2a.tasks import Accepted, serialize, with_history
+from agentic_rag.config import Settings
+
+if TYPE_CHECKING:
+    from agentic_rag.app import Engine
+
+log = logging.getLogger(__name__)
+
+LOCAL_TENANT = "local"
+JSON = "application/json"
+
+
+def tenant_of(request: Request) -> str:
+    """The tenant every store query of this request is scoped by."""
+    tenant: str = request.scope.get("agentic_rag.tenant", LOCAL_TENANT)
+    return tenant
+
+
+def _dump(model: BaseModel) -> str:
+    return model.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def _validate[M: BaseModel](model: type[M], params: Any) -> M:
+    if not isinstance(params, dict):
+        raise InvalidParamsError("params must be an object")
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        problems = [
+            {"field": ".".join(str(p) for p in e["loc"]) or "params", "problem": e["msg"]}
+            for e in exc.errors(include_url=False)
+        ]
+        summary = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5])
+        raise InvalidParamsError(f"Invalid parameters: {summary}", data=problems) from None
+
+
+class A2AEndpoints:
+    def __init__(self, settings: Settings, engine: "Engine", card: tuple[bytes, bytes]) -> None:
+        self._settings, self._engine = settings, engine
+        self._card_v021, self._card_v030 = card
+        self._methods: dict[str, Callable[[Request, RequestId, Any], Awaitable[Response]]] = {
+            "message/send": self._send,
+            "message/stream": self._stream,
+            "tasks/get": self._get,
+            "tasks/cancel": self._cancel,
+            "tasks/resubscribe": self._resubscribe,
+            "tasks/pushNotificationConfig/set": self._set_push,
+            "tasks/pushNotificationConfig/get": self._get_push,
+            "tasks/pushNotificationConfig/list": self._list_push,
+            "tasks/pushNotificationConfig/delete": self._delete_push,
+            "agent/getAuthenticatedExtendedCard": self._extended_card,
+        }
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/", self.rpc, methods=["POST"]),
+            Route("/.well-known/agent.json", self.card_v021, methods=["GET"]),
+            Route("/.well-known/agent-card.json", self.card_v030, methods=["GET"]),
+            Route("/.well-known/jwks.json", self.jwks, methods=["GET"]),
+            Route("/agent/authenticatedExtendedCard", self.extended_card, methods=["GET"]),
+        ]
+
+    # -- HTTP routes -----------------------------------------------------------------------
+
+    async def card_v021(self, request: Request) -> Response:
+        return Response(self._card_v021, media_type=JSON)
+
+    async def card_v030(self, request: Request) -> Response:
+        return Response(self._card_v030, media_type=JSON)
+
+    async def jwks(self, request: Request) -> Response:
+        return JSONResponse(self._engine.keys.jwks())
+
+    async def extended_card(self, request: Request) -> Response:
+        error = AuthenticatedExtendedCardNotConfiguredError(
+            "this agent has no authenticated extended card: no authentication is configured"
+        )
+        return JSONResponse({"error": error.to_dict()}, status_code=404)
+
+    async def rpc(self, request: Request) -> Response:
+        request_id: RequestId = None
+        try:
+            body = await self._read_body(request)
+            call = jsonrpc.parse(body, max_depth=self._settings.max_json_depth)
+            request_id = call.id
+            handler = self._methods.get(call.method)
+            if handler is None:
+                raise MethodNotFoundError(f"Method not found: {call.method}")
+            return await handler(request, call.id, call.params)
+        except RPCError as exc:
+            return self._error(exc.request_id, exc.error, exc.status)
+        except A2AError as exc:
+            return self._error(request_id, exc)
+        except Exception:
+            log.exception("internal error answering a JSON-RPC request")
+            return self._error(
+                request_id, InternalError("internal error; the server log has details")
+            )
+
+    async def _read_body(self, request: Request) -> bytes:
+        content_type = request.headers.get("content-type", "")
+        if content_type.split(";")[0].strip().lower() != JSON:
+            raise RPCError(
+                None,
+                InvalidRequestError(
+                    f"Content-Type must be application/json, not {content_type or 'missing'!r}"
+                ),
+                status=415,
+            )
+        limit = self._settings.max_body_bytes
+        too_large = RPCError(
+            None, InvalidRequestError(f"the body exceeds {limit} bytes"), status=413
+        )
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise too_large
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    @staticmethod
+    def _error(request_id: RequestId, error: A2AError, status: int = 200) -> Response:
+        return Response(jsonrpc.failure(request_id, error), status_code=status, media_type=JSON)
+
+    @staticmethod
+    def _result(request_id: RequestId, result_json: str | bytes) -> Response:
+        return Response(jsonrpc.success(request_id, result_json), media_type=JSON)
+
+    # -- methods ---------------------------------------------------------------------------
+
+    async def _send(self, request: Request, rid: RequestId, params: Any) -> Response:
+        send = _validate(SendParams, params)
+        config = send.configuration
+        blocking = config is None or config.blocking is not False
+        outcome = await self._engine.service.send(tenant_of(request), send, follow=blocking)
+        if isinstance(outcome, Message):
+            return self._result(rid, _dump(outcome))
+        if outcome.events is not None:
+            try:
+                async for event in outcome.events:
+                    if event.seq > outcome.seq and event.final:
+                        break
+            finally:
+                outcome.events.close()
+            task = outcome.task.task
+        else:
+            task = outcome.snapshot
+        history = config.history_length if config else None
+        return self._result(rid, _dump(with_history(task, history)))
+
+    async def _stream(self, request: Request, rid: RequestId, params: Any) -> Response:
+        send = _validate(SendParams, params)
+        outcome = await self._engine.service.send(tenant_of(request), send, follow=True)
+        return self._sse(_accepted_events(rid, outcome))
+
+    async def _get(self, request: Request, rid: RequestId, params: Any) -> Response:
+        query = _validate(QueryParams, params)
+        task = await self._engine.service.get(tenant_of(request), query.id)
+        return self._result(rid, _dump(with_history(task, query.history_length)))
+
+    async def _cancel(self, request: Request, rid: RequestId, params: Any) -> Response:
+        ids = _validate(TaskIdParams, params)
+        return self._result(
+            rid, _dump(await self._engine.service.cancel(tenant_of(request), ids.id))
+        )
+
+    async def _resubscribe(self, request: Request, rid: RequestId, params: Any) -> Response:
+        ids = _validate(TaskIdParams, params)
+        last_event_id = request.headers.get("last-event-id")
+        after: int | None = None
+        if last_event_id is not None:
+            if not last_event_id.strip().isdigit():
+                raise InvalidParamsError(
+                    f"Last-Event-ID must be an event number, not {last_event_id!r}"
+                )
+            after = int(last_event_id)
+        events = self._engine.service.follow(tenant_of(request), ids.id, after)
+        return self._sse(_logged_events(rid, events))
+
+    async def _set_push(self, request: Request, rid: RequestId, params: Any) -> Response:
+        setting = _validate(TaskPushConfig, params)
+        saved = await self._engine.service.set_push_config(
+            tenant_of(request), setting.task_id, setting.push_notification_config
+        )
+        result = TaskPushConfig(task_id=setting.task_id, push_notification_config=saved)
+        return self._result(rid, _dump(result))
+
+    async def _get_push(self, request: Request, rid: RequestId, params: Any) -> Response:
+        query = _validate(PushConfigQuery, params)
+        configs = await self._engine.service.push_configs(tenant_of(request), query.id)
+        wanted = query.push_notification_config_id
+        chosen = next((c for c in configs if wanted is None or c.id == wanted), None)
+        if chosen is None:
+            which = f" {wanted!r}" if wanted else ""
+            raise InvalidParamsError(f"task {query.id} has no push notification config{which}")
+        result = TaskPushConfig(task_id=query.id, push_notification_config=chosen)
+        return self._result(rid, _dump(result))
+
+    async def _list_push(self, request: Request, rid: RequestId, params: Any) -> Response:
+        query = _validate(PushConfigQuery, params)
+        configs = await self._engine.service.push_configs(tenant_of(request), query.id)
+        results = [TaskPushConfig(task_id=query.id, push_notification_config=c) for c in configs]
+        return self._result(rid, b"[%b]" % b",".join(_dump(r).encode() for r in results))
+
+    async def _delete_push(self, request: Request, rid: RequestId, params: Any) -> Response:
+        query = _validate(PushConfigDelete, params)
+        await self._engine.service.delete_push_config(
+            tenant_of(request), query.id, query.push_notification_config_id
+        )
+        return self._result(rid, b"null")
+
+    async def _extended_card(self, request: Request, rid: RequestId, params: Any) -> Response:
+        raise AuthenticatedExtendedCardNotConfiguredError(
+            "this agent has no authenticated extended card: no authentication is configured"
+        )
+
+    @staticmethod
+    def _sse(events: AsyncIterator[ServerSentEvent]) -> Response:
+        return EventSourceResponse(events, sep="\n", ping=15)
+
+
+def _sse_event(
+    rid: RequestId, event: Event | None, result_json: str, with_id: bool
+) -> ServerSentEvent:
+    data = jsonrpc.success(rid, result_json).decode()
+    return ServerSentEvent(data=data, id=str(event.seq) if event and with_id else None, sep="\n")
+
+
+async def _accepted_events(
+    rid: RequestId, outcome: Accepted | Message
+) -> AsyncIterator[ServerSentEvent]:
+    """message/stream: the task as accepted, then its events until the cycle ends."""
+    if isinstance(outcome, Message):
+        yield _sse_event(rid, None, _dump(outcome), with_id=False)
+        return
+    snapshot = Event(outcome.seq, "task", False, _dump(outcome.snapshot))
+    yield _sse_event(rid, snapshot, snapshot.json, with_id=True)
+    if outcome.events is None:  # a retry of a message to a task that is already settled
+        final = states.status_event(outcome.snapshot, outcome.snapshot.status.state)
+        final = final.model_copy(update={"status": outcome.snapshot.status})
+        yield _sse_event(rid, None, serialize(final, 0).json, with_id=False)
+        return
+    try:
+        async for event in outcome.events:
+            if event.seq <= outcome.seq or not event.streamed:
+                continue
+            yield _sse_event(rid, event, event.json, with_id=True)
+            if event.final:
+                return
+    finally:
+        outcome.events.close()
+
+
+async def _logged_events(
+    rid: RequestId, events: AsyncIterator[Event]
+) -> AsyncIterator[ServerSentEvent]:
+    """tasks/resubscribe: replayed and live events; a failure becomes one error event (§12.2)."""
+    try:
+        async for event in events:
+            yield _sse_event(rid, event, event.json, with_id=event.seq > 0)
+    except A2AError as exc:
+        yield ServerSentEvent(data=jsonrpc.failure(rid, exc).decode(), sep="\n")

@@ -1,0 +1,177 @@
+"""The runner: takes queued tasks and runs their skills, recording what they do as events."""
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import NoReturn
+
+from agentic_rag.a2a import states
+from agentic_rag.a2a.invocation import resolve, text_of
+from agentic_rag.a2a.schema import (
+    Artifact,
+    DataPart,
+    Part,
+    Role,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TextPart,
+)
+from agentic_rag.a2a.tasks import ActiveTask, TaskService, WorkQueue, agent_text
+from agentic_rag.skills import InputRequired, SkillError
+
+log = logging.getLogger(__name__)
+
+
+class TaskSkillContext:
+    """A skill's view of the A2A task it runs for (see `agentic_rag.skills.SkillContext`)."""
+
+    def __init__(self, service: TaskService, active: ActiveTask) -> None:
+        self._service, self._active = service, active
+        self._artifacts_started: set[str] = set()
+
+    @property
+    def tenant(self) -> str:
+        return self._active.tenant
+
+    @property
+    def task_id(self) -> str:
+        return self._active.task.id
+
+    @property
+    def context_id(self) -> str:
+        return self._active.task.context_id
+
+    @property
+    def texts(self) -> list[str]:
+        return [text_of(m) for m in self._active.task.history or [] if m.role is Role.user]
+
+    async def progress(self, text: str) -> None:
+        task = self._active.task
+        self._service.emit(
+            self._active, states.status_event(task, TaskState.working, agent_text(text, task))
+        )
+
+    async def partial(self, text: str, *, artifact_id: str, last_chunk: bool = False) -> None:
+        append = artifact_id in self._artifacts_started
+        self._artifacts_started.add(artifact_id)
+        task = self._active.task
+        self._service.emit(
+            self._active,
+            TaskArtifactUpdateEvent(
+                task_id=task.id,
+                context_id=task.context_id,
+                kind="artifact-update",
+                artifact=Artifact(
+                    artifact_id=artifact_id, parts=[Part(TextPart(kind="text", text=text))]
+                ),
+                append=append,
+                last_chunk=last_chunk,
+            ),
+        )
+
+    def ask(self, question: str, missing: Sequence[str] = ()) -> NoReturn:
+        raise InputRequired(question, missing)
+
+
+class Runner:
+    def __init__(
+        self, service: TaskService, queue: WorkQueue, *, max_running: int, grace: float = 5.0
+    ) -> None:
+        self._service, self._queue = service, queue
+        self._slots = asyncio.Semaphore(max_running)
+        self._running: set[asyncio.Task[None]] = set()
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._grace = grace
+
+    def start(self) -> None:
+        self._dispatcher = asyncio.create_task(self._dispatch(), name="runner")
+
+    async def stop(self) -> None:
+        """Let running skills finish for a grace period, then fail the rest with a reason."""
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
+            await asyncio.gather(self._dispatcher, return_exceptions=True)
+        if self._running:
+            await asyncio.wait(self._running, timeout=self._grace)
+        for job in self._running:
+            job.cancel()
+        await asyncio.gather(*self._running, return_exceptions=True)
+
+    async def _dispatch(self) -> None:
+        while True:
+            job = await self._queue.get()
+            await self._slots.acquire()
+            active = self._service.active.get((job.tenant, job.task_id))
+            if active is None or active.task.status.state in states.TERMINAL:
+                self._slots.release()  # canceled while queued
+                if active is not None:
+                    self._service.active.pop(active.key, None)
+                continue
+            run = asyncio.create_task(self._execute(active), name=f"task {job.task_id}")
+            active.runner = run
+            self._running.add(run)
+            run.add_done_callback(self._running.discard)
+            run.add_done_callback(lambda _: self._slots.release())
+
+    async def _execute(self, active: ActiveTask) -> None:
+        service = self._service
+        task = active.task
+        service.emit(active, states.status_event(task, TaskState.working))
+        invocation = resolve(service.registry, task.history or [])
+        skill = invocation.skill
+        try:
+            arguments = invocation.validate()
+            output = await skill.handler(TaskSkillContext(service, active), arguments)
+            if not isinstance(output, skill.output_model):
+                raise TypeError(f"skill {skill.name} returned {type(output).__name__}")
+            result = Artifact(
+                artifact_id=uuid.uuid4().hex,
+                name=skill.name,
+                parts=[
+                    Part(TextPart(kind="text", text=skill.readable(output))),
+                    Part(DataPart(kind="data", data=output.model_dump(mode="json"))),
+                ],
+            )
+            task = active.task
+            final = service.emit(
+                active,
+                TaskArtifactUpdateEvent(
+                    task_id=task.id,
+                    context_id=task.context_id,
+                    kind="artifact-update",
+                    artifact=result,
+                    append=False,
+                    last_chunk=True,
+                ),
+                states.status_event(task, TaskState.completed),
+            )
+        except InputRequired as question:
+            final = self._end(active, TaskState.input_required, question.question)
+        except SkillError as error:
+            final = self._end(active, TaskState.failed, str(error))
+        except asyncio.CancelledError:
+            if active.cancel_requested:
+                final = self._end(active, TaskState.canceled, "Canceled at the client's request.")
+            else:
+                final = self._end(
+                    active,
+                    TaskState.failed,
+                    "The server shut down while this task was running. Send the message again.",
+                )
+        except Exception as exc:
+            log.exception("skill %s failed on task %s", skill.name, task.id)
+            final = self._end(
+                active, TaskState.failed, f"skill {skill.name} failed: {type(exc).__name__}: {exc}"
+            )
+        try:
+            await final
+        finally:
+            active.runner = None
+            service.active.pop(active.key, None)
+            active.done.set()
+        await service.notify(active)
+
+    def _end(self, active: ActiveTask, state: TaskState, reason: str) -> "asyncio.Future[None]":
+        message = agent_text(reason, active.task)
+        return self._service.emit(active, states.status_event(active.task, state, message))

@@ -1,0 +1,109 @@
+"""The task state machine: one table of allowed transitions, one function that applies an event.
+
+Every change of a task goes through `apply`. An event the table does not allow raises
+`IllegalTransition`: that is a bug in the caller, never something to ignore.
+"""
+
+from datetime import UTC, datetime
+
+from agentic_rag.a2a.schema import (
+    Artifact,
+    Message,
+    Role,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+
+S = TaskState
+
+TERMINAL: frozenset[TaskState] = frozenset({S.completed, S.canceled, S.failed, S.rejected})
+PAUSED: frozenset[TaskState] = frozenset({S.input_required, S.auth_required})
+
+TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
+    S.submitted: frozenset({S.working, S.canceled, S.failed, S.rejected}),
+    S.working: frozenset(
+        {S.working, S.input_required, S.auth_required, S.completed, S.canceled, S.failed}
+    ),
+    S.input_required: frozenset({S.working, S.canceled, S.failed}),
+    S.auth_required: frozenset({S.working, S.canceled, S.failed}),
+    **{state: frozenset() for state in TERMINAL},
+    S.unknown: frozenset(),
+}
+
+# What a task-changing event is: the task itself (creation), a status or artifact update, or a
+# message from the client that continues a paused task.
+TaskEvent = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message
+
+
+class IllegalTransition(Exception):
+    pass
+
+
+def is_final(state: TaskState) -> bool:
+    """Whether a status in this state ends a stream cycle (`final: true`)."""
+    return state in TERMINAL or state in PAUSED
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def apply(task: Task | None, event: TaskEvent) -> Task:
+    """Return the task after `event`; `task` is not modified."""
+    if isinstance(event, Task):
+        if task is not None:
+            raise IllegalTransition(f"task {task.id} already exists")
+        if event.status.state is not S.submitted:
+            raise IllegalTransition(f"a task starts submitted, not {event.status.state}")
+        return event
+    if task is None:
+        raise IllegalTransition("the first event of a task must be the task itself")
+    state = task.status.state
+    history = list(task.history or [])
+    match event:
+        case TaskStatusUpdateEvent(status=status):
+            if status.state not in TRANSITIONS[state]:
+                raise IllegalTransition(f"task {task.id}: {state} -> {status.state}")
+            if status.message is not None:
+                history.append(status.message)
+            return task.model_copy(update={"status": status, "history": history})
+        case TaskArtifactUpdateEvent(artifact=artifact, append=append):
+            if state is not S.working:
+                raise IllegalTransition(f"task {task.id}: artifact while {state}")
+            artifacts = _merge_artifact(task.artifacts or [], artifact, bool(append))
+            return task.model_copy(update={"artifacts": artifacts})
+        case Message(role=Role.user):
+            if state not in PAUSED:
+                raise IllegalTransition(f"task {task.id}: message while {state}")
+            history.append(event)
+            return task.model_copy(update={"history": history})
+        case _:
+            raise IllegalTransition(f"task {task.id}: unexpected event {type(event).__name__}")
+
+
+def _merge_artifact(artifacts: list[Artifact], update: Artifact, append: bool) -> list[Artifact]:
+    merged = list(artifacts)
+    for i, existing in enumerate(merged):
+        if existing.artifact_id == update.artifact_id:
+            if append:
+                update = existing.model_copy(update={"parts": existing.parts + update.parts})
+            merged[i] = update
+            return merged
+    merged.append(update)
+    return merged
+
+
+def status_event(
+    task: Task, state: TaskState, message: Message | None = None
+) -> TaskStatusUpdateEvent:
+    """The status-update event that moves `task` to `state`."""
+    return TaskStatusUpdateEvent(
+        task_id=task.id,
+        context_id=task.context_id,
+        kind="status-update",
+        status=TaskStatus(state=state, message=message, timestamp=now()),
+        final=is_final(state),
+    )

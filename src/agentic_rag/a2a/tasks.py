@@ -1,0 +1,377 @@
+"""The task service: what the JSON-RPC methods do to tasks, for one tenant at a time.
+
+Tasks that are queued or running live in memory as `ActiveTask`s (the runner owns them);
+every other task is read from the store when needed. Every change goes through
+`states.apply` and is appended to the journal, which makes it durable and then live.
+"""
+
+import asyncio
+import logging
+import uuid
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from agentic_rag.a2a import states
+from agentic_rag.a2a.compat import PushConfig, SendParams
+from agentic_rag.a2a.errors import (
+    ContentTypeNotSupportedError,
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from agentic_rag.a2a.invocation import OUTPUT_MODES, accepts_output, resolve
+from agentic_rag.a2a.journal import EventBus, Journal, Subscription
+from agentic_rag.a2a.push import PushNotifier, validate_config
+from agentic_rag.a2a.schema import (
+    Message,
+    Part,
+    Role,
+    Task,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    TextPart,
+)
+from agentic_rag.a2a.store import Event, TaskStore
+from agentic_rag.security.ssrf import SSRFGuard
+from agentic_rag.skills import SkillRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ActiveTask:
+    tenant: str
+    task: Task
+    last_seq: int
+    push: bool = True  # whether it may have push configs (False only when known to have none)
+    runner: asyncio.Task[None] | None = None
+    cancel_requested: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.tenant, self.task.id)
+
+
+@dataclass
+class Accepted:
+    """A task created or continued by a message: its snapshot at `seq`, and its events after."""
+
+    task: ActiveTask
+    snapshot: Task
+    seq: int
+    events: Subscription | None
+
+    @property
+    def settled(self) -> bool:
+        return states.is_final(self.snapshot.status.state)
+
+
+@dataclass(frozen=True)
+class Job:
+    tenant: str
+    task_id: str
+
+
+class WorkQueue:
+    """Where accepted tasks wait for the runner. In one process, an asyncio queue."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[Job] = asyncio.Queue()
+
+    async def put(self, job: Job) -> None:
+        self._queue.put_nowait(job)
+
+    async def get(self) -> Job:
+        return await self._queue.get()
+
+
+def serialize(event: states.TaskEvent, seq: int) -> Event:
+    final = isinstance(event, TaskStatusUpdateEvent) and event.final
+    return Event(seq, event.kind, final, event.model_dump_json(by_alias=True, exclude_none=True))
+
+
+def with_history(task: Task, history_length: int | None) -> Task:
+    """`task` with the last `history_length` messages (§12.6: absent means all, 0 none)."""
+    if history_length is None or task.history is None:
+        return task
+    history = task.history[-history_length:] if history_length else []
+    return task.model_copy(update={"history": history})
+
+
+def agent_text(text: str, task: Task) -> Message:
+    return Message(
+        role=Role.agent,
+        kind="message",
+        message_id=uuid.uuid4().hex,
+        parts=[Part(TextPart(kind="text", text=text))],
+        task_id=task.id,
+        context_id=task.context_id,
+    )
+
+
+class TaskService:
+    def __init__(
+        self,
+        store: TaskStore,
+        journal: Journal,
+        bus: EventBus,
+        registry: SkillRegistry,
+        queue: WorkQueue,
+        notifier: PushNotifier | None,
+        guard: SSRFGuard,
+    ) -> None:
+        self.store, self.journal, self.bus = store, journal, bus
+        self.registry, self.queue, self.notifier, self.guard = registry, queue, notifier, guard
+        self.active: dict[tuple[str, str], ActiveTask] = {}
+        self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    # -- changing tasks --------------------------------------------------------------------
+
+    def emit(self, active: ActiveTask, *events: states.TaskEvent) -> asyncio.Future[None]:
+        """Apply `events` to the task and journal them; the future resolves once durable."""
+        logged = []
+        for event in events:
+            active.task = states.apply(active.task if active.last_seq else None, event)
+            active.last_seq += 1
+            logged.append(serialize(event, active.last_seq))
+        return self.journal.append(active.tenant, active.task, active.last_seq, logged)
+
+    def _lock(self, tenant: str, task_id: str) -> asyncio.Lock:
+        lock = self._locks.get((tenant, task_id))
+        if lock is None:
+            lock = self._locks[(tenant, task_id)] = asyncio.Lock()
+        return lock
+
+    async def _load(self, tenant: str, task_id: str) -> ActiveTask | None:
+        active = self.active.get((tenant, task_id))
+        if active is not None:
+            return active
+        stored = await self.store.get(tenant, task_id)
+        return None if stored is None else ActiveTask(tenant, stored.task, stored.last_seq)
+
+    # -- message/send and message/stream ---------------------------------------------------
+
+    async def send(self, tenant: str, params: SendParams, *, follow: bool) -> Accepted | Message:
+        """Create or continue the task `params.message` is for.
+
+        With `follow`, the result subscribes to the task's events before any is produced.
+        Returns an agent `Message` instead when the message is for a final task (§12.4).
+        """
+        message, config = params.message, params.configuration
+        if message.role is not Role.user:
+            raise InvalidParamsError("a message sent to an agent must have role 'user'")
+        push_config = config.push_notification_config if config else None
+        if push_config is not None:
+            self._check_push_config(push_config)
+        if config and not accepts_output(config.accepted_output_modes):
+            raise ContentTypeNotSupportedError(
+                f"this agent answers with {', '.join(OUTPUT_MODES)}; "
+                f"none is in acceptedOutputModes {config.accepted_output_modes}"
+            )
+        if message.task_id is None:
+            return await self._create(tenant, uuid.uuid4().hex, message, push_config, follow)
+        async with self._lock(tenant, message.task_id):
+            existing = await self._load(tenant, message.task_id)
+            if existing is None:  # a client-chosen id (§12.3)
+                return await self._create(tenant, message.task_id, message, push_config, follow)
+            return await self._continue(existing, message, push_config, follow)
+
+    async def _create(
+        self, tenant: str, task_id: str, message: Message, push: PushConfig | None, follow: bool
+    ) -> Accepted:
+        context_id = message.context_id or uuid.uuid4().hex
+        message = message.model_copy(update={"task_id": task_id, "context_id": context_id})
+        resolve(self.registry, [message]).check()
+        task = Task(
+            id=task_id,
+            context_id=context_id,
+            kind="task",
+            status=TaskStatus(state=TaskState.submitted, timestamp=states.now()),
+            history=[message],
+        )
+        active = ActiveTask(tenant, task, 0, push=push is not None)
+        durable = self.emit(active, task)
+        if push is not None:
+            await self._save_push_config(tenant, task_id, push)
+        events = self.bus.subscribe(tenant, task_id) if follow else None
+        self.active[active.key] = active
+        await durable
+        await self.queue.put(Job(tenant, task_id))
+        return Accepted(active, task, active.last_seq, events)
+
+    async def _continue(
+        self, active: ActiveTask, message: Message, push: PushConfig | None, follow: bool
+    ) -> Accepted | Message:
+        task = active.task
+        if message.context_id is not None and message.context_id != task.context_id:
+            raise InvalidParamsError(
+                f"task {task.id} belongs to context {task.context_id}, not {message.context_id}"
+            )
+        if any(m.message_id == message.message_id for m in task.history or []):
+            # A retry of a message the task already has: answer with the task as it is.
+            settled = states.is_final(task.status.state)
+            events = self.bus.subscribe(active.tenant, task.id) if follow and not settled else None
+            return Accepted(active, task, active.last_seq, events)
+        state = task.status.state
+        if state in states.TERMINAL:
+            return agent_text(
+                f"Task {task.id} is {state.value} and cannot be continued. Send a new message in "
+                f"context {task.context_id} with referenceTaskIds [{task.id!r}] to follow up.",
+                task,
+            )
+        if state not in states.PAUSED:
+            raise UnsupportedOperationError(
+                f"task {task.id} is {state.value}: a message continues a task only when it is "
+                "input-required or auth-required"
+            )
+        message = message.model_copy(update={"task_id": task.id, "context_id": task.context_id})
+        resolve(self.registry, [*(task.history or []), message]).check()
+        if push is not None:
+            await self._save_push_config(active.tenant, task.id, push)
+        events = self.bus.subscribe(active.tenant, task.id) if follow else None
+        durable = self.emit(active, message)
+        active.done = asyncio.Event()
+        self.active[active.key] = active
+        await durable
+        await self.queue.put(Job(active.tenant, task.id))
+        return Accepted(active, active.task, active.last_seq, events)
+
+    # -- tasks/get, tasks/cancel, tasks/resubscribe ----------------------------------------
+
+    async def get(self, tenant: str, task_id: str) -> Task:
+        stored = await self.store.get(tenant, task_id)
+        if stored is None:
+            raise TaskNotFoundError(f"task {task_id} not found")
+        return stored.task
+
+    async def cancel(self, tenant: str, task_id: str) -> Task:
+        async with self._lock(tenant, task_id):
+            active = await self._load(tenant, task_id)
+            if active is None:
+                raise TaskNotFoundError(f"task {task_id} not found")
+            state = active.task.status.state
+            if state in states.TERMINAL:
+                raise TaskNotCancelableError(f"task {task_id} is already {state.value}")
+            if active.runner is not None:
+                # The runner records `canceled` when the skill stops (see Runner._execute).
+                active.cancel_requested = True
+                active.runner.cancel()
+                await active.done.wait()
+                return active.task
+            await self.emit(active, states.status_event(active.task, TaskState.canceled))
+            self.active.pop(active.key, None)
+            active.done.set()
+        await self.notify(active)
+        return active.task
+
+    async def follow(self, tenant: str, task_id: str, after: int | None) -> AsyncIterator[Event]:
+        """The events of a task for `tasks/resubscribe`.
+
+        Without `after`: the current snapshot, then live events. With `after` (the client's
+        Last-Event-ID): exactly the logged events after it, then live events. A task that is
+        final or paused ends the stream once it has been told.
+        """
+        events = self.bus.subscribe(tenant, task_id)
+        try:
+            stored = await self.store.get(tenant, task_id)
+            if stored is None:
+                raise TaskNotFoundError(f"task {task_id} not found")
+            settled = states.is_final(stored.task.status.state)
+            last = stored.last_seq
+            if after is None:
+                snapshot = stored.task.model_dump_json(by_alias=True, exclude_none=True)
+                yield Event(stored.last_seq, "task", False, snapshot)
+                if settled:
+                    final = states.status_event(stored.task, stored.task.status.state)
+                    final = final.model_copy(update={"status": stored.task.status})
+                    yield serialize(final, 0)
+                    return
+            else:
+                for event in await self.store.events_after(tenant, task_id, after):
+                    last = max(last, event.seq)
+                    if event.streamed:
+                        yield event
+                if settled:
+                    return
+            async for event in events:
+                if event.seq <= last:
+                    continue
+                if event.streamed:
+                    yield event
+                if event.final:
+                    return
+        finally:
+            events.close()
+
+    # -- push notification configs ---------------------------------------------------------
+
+    def _check_push_config(self, config: PushConfig) -> None:
+        try:
+            validate_config(config, self.guard)
+        except ValueError as exc:
+            raise InvalidParamsError(f"pushNotificationConfig refused: {exc}") from None
+
+    async def _save_push_config(self, tenant: str, task_id: str, config: PushConfig) -> PushConfig:
+        if config.id is None:
+            config = config.model_copy(update={"id": uuid.uuid4().hex})
+        await self.store.put_push_config(tenant, task_id, config)
+        return config
+
+    async def set_push_config(self, tenant: str, task_id: str, config: PushConfig) -> PushConfig:
+        self._check_push_config(config)
+        if await self._load(tenant, task_id) is None:
+            raise TaskNotFoundError(f"task {task_id} not found")
+        saved = await self._save_push_config(tenant, task_id, config)
+        active = self.active.get((tenant, task_id))
+        if active is not None:
+            active.push = True
+        return saved
+
+    async def push_configs(self, tenant: str, task_id: str) -> list[PushConfig]:
+        if await self._load(tenant, task_id) is None:
+            raise TaskNotFoundError(f"task {task_id} not found")
+        return await self.store.push_configs(tenant, task_id)
+
+    async def delete_push_config(self, tenant: str, task_id: str, config_id: str) -> None:
+        if await self._load(tenant, task_id) is None:
+            raise TaskNotFoundError(f"task {task_id} not found")
+        if not await self.store.delete_push_config(tenant, task_id, config_id):
+            raise InvalidParamsError(f"task {task_id} has no push config {config_id!r}")
+
+    async def notify(self, active: ActiveTask) -> None:
+        """Send the task to its webhooks; called once it is durably final or paused."""
+        if self.notifier is None or not active.push:
+            return
+        configs = await self.store.push_configs(active.tenant, active.task.id)
+        if configs:
+            self.notifier.notify(active.task, configs)
+
+    # -- recovery --------------------------------------------------------------------------
+
+    async def recover(self) -> tuple[int, int]:
+        """Requeue tasks that never started; fail those a stopped process left working."""
+        requeued = failed = 0
+        for tenant, stored in await self.store.unfinished():
+            active = ActiveTask(tenant, stored.task, stored.last_seq)
+            if stored.task.status.state is TaskState.submitted:
+                self.active[active.key] = active
+                await self.queue.put(Job(tenant, stored.task.id))
+                requeued += 1
+                continue
+            reason = agent_text(
+                "The server stopped while this task was running; its work is lost. "
+                "Send the message again to retry.",
+                stored.task,
+            )
+            await self.emit(active, states.status_event(active.task, TaskState.failed, reason))
+            await self.notify(active)
+            failed += 1
+        if requeued or failed:
+            log.info("recovered tasks: %d requeued, %d failed as interrupted", requeued, failed)
+        return requeued, failed

@@ -1,0 +1,83 @@
+"""The `help` skill: what this agent can do, and how to call each skill."""
+
+import re
+
+from pydantic import BaseModel, Field
+
+from agentic_rag.skills.registry import SkillContext, SkillRegistry
+
+HOW_TO_CALL = (
+    'Send a message with a DataPart {"skill": "<name>", "arguments": {...}} whose arguments '
+    "match the skill's input schema. Plain text goes to the default skill."
+)
+
+
+class HelpInput(BaseModel):
+    topic: str | None = Field(None, description="A skill name or a question; empty for all skills.")
+
+
+class SkillHelp(BaseModel):
+    name: str
+    description: str
+    tags: list[str]
+    examples: list[str]
+    input_schema: dict[str, object]
+    output_schema: dict[str, object]
+
+
+class HelpOutput(BaseModel):
+    how_to_call: str
+    default_skill: str | None
+    skills: list[SkillHelp]
+
+
+def _render(output: HelpOutput) -> str:
+    lines = [output.how_to_call, ""]
+    for skill in output.skills:
+        lines.append(f"- {skill.name}: {skill.description}")
+        required = skill.input_schema.get("required") or []
+        properties = skill.input_schema.get("properties") or {}
+        if isinstance(properties, dict) and properties:
+            args = ", ".join(f"{n}{'' if n in required else '?'}" for n in properties)  # type: ignore[operator]
+            lines.append(f"  arguments: {args}")
+        lines.extend(f"  example: {e}" for e in skill.examples)
+    return "\n".join(lines)
+
+
+def add_help(registry: SkillRegistry, *, default: bool = True) -> None:
+    @registry.skill(
+        description="Lists what this agent can do: every skill, its input schema and examples.",
+        tags=["help", "discovery"],
+        examples=["What can you do?", '{"skill": "help", "arguments": {"topic": "help"}}'],
+        text_argument="topic",
+        render=_render,
+        default=default,
+    )
+    async def help(ctx: SkillContext, args: HelpInput) -> HelpOutput:
+        skills = list(registry)
+        if args.topic:
+            words = set(re.findall(r"[\w-]+", args.topic.lower()))
+            named = [s for s in skills if s.name.lower() in words]
+            skills = named or skills
+        return HelpOutput(
+            how_to_call=HOW_TO_CALL,
+            default_skill=registry.default_skill,
+            skills=[
+                SkillHelp(
+                    name=s.name,
+                    description=s.description,
+                    tags=list(s.tags),
+                    examples=list(s.examples),
+                    input_schema=s.input_model.model_json_schema(),
+                    output_schema=s.output_model.model_json_schema(),
+                )
+                for s in skills
+            ],
+        )
+
+
+def default_registry() -> SkillRegistry:
+    """The skills the product ships."""
+    registry = SkillRegistry()
+    add_help(registry)
+    return registry
