@@ -176,19 +176,15 @@ def ensure_reference_venv() -> None:
         )
     else:
         subprocess.run([interpreter, "-m", "venv", str(REFERENCE_VENV)], check=True)
-        subprocess.run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                "-r",
-                str(REFERENCE_REQUIREMENTS),
-            ],
-            check=True,
-        )
+        install = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
+             str(REFERENCE_REQUIREMENTS)],
+            capture_output=True,
+            text=True,
+        )  # fmt: skip
+        if install.returncode:
+            sys.stderr.write(install.stdout + install.stderr)
+            raise SystemExit("pip install of bench/reference/requirements.txt failed")
     stamp.write_text(digest + "\n")
 
 
@@ -457,9 +453,8 @@ def machine_info() -> dict[str, Any]:
             if line.startswith("model name"):
                 cpu_model = line.split(":", 1)[1].strip()
                 break
-    wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.split("\n")[
-        0
-    ]
+    wrk_banner = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout
+    wrk_version = wrk_banner.split("Copyright")[0].strip()
     git = subprocess.run(
         ["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True
     ).stdout.strip()

@@ -10,7 +10,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_generated_module_matches_the_schema() -> None:
     result = subprocess.run(
         [sys.executable, "scripts/generate_schema.py", "--check"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 

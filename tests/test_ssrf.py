@@ -219,7 +219,7 @@ async def test_unresolvable_host() -> None:
     with pytest.raises(OSError):
         await SSRFGuard().resolve("http://no-such-host.invalid/")
     async with httpx.AsyncClient() as client:
-        with pytest.raises(httpx.ConnectError, match="cannot resolve 'no-such-host.invalid'"):
+        with pytest.raises(httpx.ConnectError, match=r"cannot resolve 'no-such-host\.invalid'"):
             await SSRFGuard().request(client, "GET", "http://no-such-host.invalid/")
 
 

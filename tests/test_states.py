@@ -96,7 +96,10 @@ def test_artifact_chunks_append_or_replace_by_id() -> None:
 
     def chunk(t: str, append: bool) -> TaskArtifactUpdateEvent:
         return TaskArtifactUpdateEvent(
-            task_id="t1", context_id="c1", kind="artifact-update", append=append,
+            task_id="t1",
+            context_id="c1",
+            kind="artifact-update",
+            append=append,
             artifact=Artifact(artifact_id="a", parts=text(t)),
         )
 
@@ -109,7 +112,9 @@ def test_artifact_chunks_append_or_replace_by_id() -> None:
 
 def test_artifacts_only_while_working() -> None:
     event = TaskArtifactUpdateEvent(
-        task_id="t1", context_id="c1", kind="artifact-update",
+        task_id="t1",
+        context_id="c1",
+        kind="artifact-update",
         artifact=Artifact(artifact_id="a", parts=text("x")),
     )
     with pytest.raises(states.IllegalTransition):

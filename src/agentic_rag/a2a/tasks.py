@@ -50,6 +50,14 @@ class ActiveTask:
     runner: asyncio.Task[None] | None = None
     cancel_requested: bool = False
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    written: asyncio.Future[None] | None = None  # the journal write of the latest events
+
+    async def durable(self) -> "ActiveTask":
+        """Wait until what this task shows is in the database, so clients see no state that
+        a crash could take back."""
+        while self.written is not None and not self.written.done():
+            await asyncio.shield(self.written)
+        return self
 
     @property
     def key(self) -> tuple[str, str]:
@@ -140,7 +148,8 @@ class TaskService:
             active.task = states.apply(active.task if active.last_seq else None, event)
             active.last_seq += 1
             logged.append(serialize(event, active.last_seq))
-        return self.journal.append(active.tenant, active.task, active.last_seq, logged)
+        active.written = self.journal.append(active.tenant, active.task, active.last_seq, logged)
+        return active.written
 
     def _lock(self, tenant: str, task_id: str) -> asyncio.Lock:
         lock = self._locks.get((tenant, task_id))
@@ -151,7 +160,7 @@ class TaskService:
     async def _load(self, tenant: str, task_id: str) -> ActiveTask | None:
         active = self.active.get((tenant, task_id))
         if active is not None:
-            return active
+            return await active.durable()
         stored = await self.store.get(tenant, task_id)
         return None if stored is None else ActiveTask(tenant, stored.task, stored.last_seq)
 

@@ -1,0 +1,158 @@
+"""Where does a server's time go under message/send load? py-spy, sampled while wrk runs.
+
+    .venv/bin/python bench/profile.py                       # ours, concurrency 16, 20 s
+    .venv/bin/python bench/profile.py --server reference --seconds 10 --fill 10000
+
+Installs py-spy into bench/.venv-tools (gitignored) if needed, starts the server fresh (as
+bench/run.py does), optionally fills tasks, then records the server process with py-spy while wrk
+drives `message/send`. Writes the collapsed stacks to bench/.work/profile-SERVER.txt, a speedscope
+file beside it, and a summary (top functions by own and by inclusive samples) to
+bench/results/profile-SERVER.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from loadgen import WrkResult, run_wrk
+from run import (
+    BENCH,
+    RESULTS,
+    ROOT,
+    WORK,
+    ensure_reference_venv,
+    ensure_wrk,
+    find_python312,
+    log,
+    make_server,
+    running,
+)
+
+TOOLS_VENV = BENCH / ".venv-tools"
+PY_SPY = TOOLS_VENV / "bin" / "py-spy"
+
+
+def ensure_py_spy() -> None:
+    if PY_SPY.exists():
+        return
+    log("installing py-spy into bench/.venv-tools")
+    subprocess.run([find_python312(), "-m", "venv", str(TOOLS_VENV)], check=True)
+    subprocess.run(
+        [str(TOOLS_VENV / "bin" / "python"), "-m", "pip", "install", "-q",
+         "--disable-pip-version-check", "py-spy"],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+
+
+Counts = list[tuple[str, int]]
+
+
+def summarize(collapsed: Path, top: int) -> tuple[int, Counts, Counts]:
+    """(samples, top own-time frames, top inclusive frames) from py-spy's collapsed stacks."""
+    own: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(count_text)
+        total += count
+        frames = stack.split(";")
+        own[frames[-1]] += count
+        for frame in set(frames):
+            inclusive[frame] += count
+    return total, own.most_common(top), inclusive.most_common(top)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", default="ours", choices=("ours", "reference", "floor"))
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--fill", type=int, default=0, help="tasks to store first")
+    parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
+    parser.add_argument("--top", type=int, default=40)
+    args = parser.parse_args()
+    ensure_wrk()
+    ensure_py_spy()
+    if args.server == "reference":
+        ensure_reference_venv()
+    WORK.mkdir(parents=True, exist_ok=True)
+    collapsed = WORK / f"profile-{args.server}.txt"
+    speedscope = WORK / f"profile-{args.server}.speedscope.json"
+    server = make_server(args.server, "profile")
+    with running([server]):
+        if args.fill:
+            run_wrk(server, 64, duration_s=900, limit=args.fill)
+        run_wrk(server, args.concurrency, 2)  # warm-up
+        result: list[WrkResult] = []
+        load = threading.Thread(
+            target=lambda: result.append(run_wrk(server, args.concurrency, args.seconds + 2))
+        )
+        load.start()
+        time.sleep(1)
+        pid = str(server.server_pid)
+        common = ["--pid", pid, "--rate", str(args.rate), "--nonblocking"]
+        spy = [str(PY_SPY), "record", *common, "--duration", str(args.seconds)]
+        subprocess.run([*spy, "--format", "raw", "--output", str(collapsed)], check=True)
+        load.join()
+        run_wrk(server, args.concurrency, 1)
+        load = threading.Thread(
+            target=lambda: result.append(run_wrk(server, args.concurrency, args.seconds // 2 + 2))
+        )
+        load.start()
+        time.sleep(1)
+        spy[-1] = str(max(args.seconds // 2, 1))
+        subprocess.run(
+            [*spy, "--format", "speedscope", "--output", str(speedscope)],
+            check=True,
+            capture_output=True,
+        )
+        load.join()
+    samples, own, inclusive = summarize(collapsed, args.top)
+    wrk = result[0]
+    expected = args.rate * args.seconds
+    lines = [
+        f"# py-spy profile: {args.server}, message/send at concurrency {args.concurrency}",
+        "",
+        f"- {time.strftime('%F %T %Z')}; {args.seconds} s at {args.rate} Hz "
+        f"(non-blocking sampling), after {args.fill} stored tasks",
+        f"- load during the recording: {wrk.rps:.0f} req/s, p50 {wrk.p50_ms:.2f} ms, "
+        f"p99 {wrk.p99_ms:.2f} ms, server CPU {wrk.server_cpu_pct:.0f}%, "
+        f"with children {wrk.tree_cpu_pct:.0f}%",
+        f"- {samples} busy samples of ~{expected} ({100 * samples / max(expected, 1):.0f}% of the "
+        "time the process was running Python; the rest is idle in the event loop, waiting on "
+        "sockets, e.g. PostgreSQL)",
+        f"- stacks: {collapsed.relative_to(ROOT)}, speedscope: {speedscope.relative_to(ROOT)}",
+        "",
+        "## Top frames by own samples",
+        "",
+        "| % busy | samples | frame |",
+        "| ---: | ---: | --- |",
+        *(f"| {100 * n / samples:.1f} | {n} | `{frame}` |" for frame, n in own),
+        "",
+        "## Top frames by inclusive samples",
+        "",
+        "| % busy | samples | frame |",
+        "| ---: | ---: | --- |",
+        *(f"| {100 * n / samples:.1f} | {n} | `{frame}` |" for frame, n in inclusive),
+        "",
+    ]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"profile-{args.server}.md"
+    out.write_text("\n".join(lines))
+    log(f"wrote {out.relative_to(ROOT)}")
+    print("\n".join(lines[:40]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
