@@ -6,6 +6,7 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
 from agentic_rag.a2a.card import agent_card, card_documents
 from agentic_rag.a2a.journal import Journal, LocalEventBus
@@ -15,6 +16,7 @@ from agentic_rag.a2a.runner import Runner
 from agentic_rag.a2a.store import TaskStore
 from agentic_rag.a2a.tasks import TaskService, WorkQueue
 from agentic_rag.config import Settings
+from agentic_rag.security.middleware import AuthenticationMiddleware
 from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.skills import SkillRegistry
 from agentic_rag.skills.help import default_registry
@@ -96,6 +98,10 @@ def build_app(settings: Settings | None = None, registry: SkillRegistry | None =
         finally:
             await engine.stop()
 
-    app = Starlette(routes=a2a.routes(), lifespan=lifespan)
+    app = Starlette(
+        routes=a2a.routes(),
+        middleware=[Middleware(AuthenticationMiddleware)],
+        lifespan=lifespan,
+    )
     app.state.engine = engine
     return app

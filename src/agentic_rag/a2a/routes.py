@@ -31,20 +31,19 @@ from agentic_rag.a2a.schema import Message, TaskIdParams
 from agentic_rag.a2a.store import Event
 from agentic_rag.a2a.tasks import Accepted, serialize, with_history
 from agentic_rag.config import Settings
+from agentic_rag.security.principal import principal_of
 
 if TYPE_CHECKING:
     from agentic_rag.app import Engine
 
 log = logging.getLogger(__name__)
 
-LOCAL_TENANT = "local"
 JSON = "application/json"
 
 
 def tenant_of(request: Request) -> str:
-    """The tenant every store query of this request is scoped by."""
-    tenant: str = request.scope.get("agentic_rag.tenant", LOCAL_TENANT)
-    return tenant
+    """The tenant every store query of this request is scoped by: the credential's."""
+    return principal_of(request.scope).tenant
 
 
 def _dump(model: BaseModel) -> str:
