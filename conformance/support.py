@@ -422,7 +422,11 @@ class Rpc:
         if strict_request and method in REQUEST_DEFINITION:
             problem = schema_errors(payload, REQUEST_DEFINITION[method])
             assert problem is None, f"suite bug: the request is not valid 0.2.1: {problem}"
-        all_headers = {"accept": "text/event-stream", **(headers or {})}
+        all_headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            **(headers or {}),
+        }
         with self.http.stream(
             "POST", self.url, content=json.dumps(payload), headers=all_headers
         ) as response:

@@ -140,11 +140,25 @@ BAD_SEND_PARAMS = {
     "part-with-type-not-kind": {"message": _message(parts=[{"type": "text", "text": "hello"}])},
     "part-unknown-kind": {"message": _message(parts=[{"kind": "video", "text": "hello"}])},
     "text-not-string": {"message": _message(parts=[{"kind": "text", "text": 5}])},
+    "message-kind-missing": {"message": _message(kind=_DROP)},
+    "message-kind-wrong": {"message": _message(kind="task")},
+    "taskId-number": {"message": _message(taskId=5)},
+    "referenceTaskIds-string": {"message": _message(referenceTaskIds="t-1")},
+    "file-part-without-file": {"message": _message(parts=[{"kind": "file", "file": {}}])},
+    "data-part-not-object": {"message": _message(parts=[{"kind": "data", "data": "x"}])},
+    "acceptedOutputModes-string": {
+        "message": _message(),
+        "configuration": {"acceptedOutputModes": "text/plain"},
+    },
     "historyLength-negative": {
         "message": _message(),
         "configuration": {**CONFIG, "historyLength": -1},
     },
-    "blocking-not-boolean": {"message": _message(), "configuration": {**CONFIG, "blocking": "yes"}},
+    "historyLength-string": {
+        "message": _message(),
+        "configuration": {**CONFIG, "historyLength": "2"},
+    },
+    "blocking-string": {"message": _message(), "configuration": {**CONFIG, "blocking": "yes"}},
 }
 
 
@@ -165,6 +179,7 @@ def test_message_send_without_params_is_invalid_params(rpc: Rpc) -> None:
         ("tasks/get", {}),
         ("tasks/get", {"id": 123}),
         ("tasks/get", {"id": "t", "historyLength": -1}),
+        ("tasks/get", {"id": "t", "historyLength": "2"}),
         ("tasks/get", ["t"]),
         ("tasks/cancel", {}),
         ("tasks/cancel", "t"),
@@ -176,6 +191,7 @@ def test_message_send_without_params_is_invalid_params(rpc: Rpc) -> None:
         "get-id-missing",
         "get-id-number",
         "get-historyLength-negative",
+        "get-historyLength-string",
         "get-params-array",
         "cancel-id-missing",
         "cancel-params-string",

@@ -5,7 +5,6 @@ The SUT's skills are driven by text: `task N D`, `ask`, `fail`; anything else is
 back in a completed task with one text artifact.
 """
 
-import time
 from typing import Any
 
 import pytest
@@ -39,7 +38,7 @@ def finished_conversation(rpc: Rpc) -> dict[str, Any]:
 
 def test_blocking_send_returns_the_completed_task(rpc: Rpc) -> None:
     """§5, §12.5: blocking (the default) answers once the task is final."""
-    task = rpc.send_task("hello conformance")
+    task = rpc.send_task("task 3 100")
     assert state(task) == "completed"
     assert task["id"] and task["contextId"]
 
@@ -68,9 +67,7 @@ def test_explicit_blocking_true_waits_for_the_final_state(rpc: Rpc) -> None:
 
 def test_non_blocking_send_returns_at_once_and_the_task_completes_later(rpc: Rpc) -> None:
     """§5, §12.5: `blocking: false` returns `submitted`/`working` and keeps executing."""
-    started = time.monotonic()
     task = rpc.send_task("task 5 200", blocking=False)
-    assert time.monotonic() - started < 1.0
     assert state(task) in ("submitted", "working")
     done = rpc.wait_for_state(task["id"], {"completed", "failed", "canceled"})
     assert state(done) == "completed"
@@ -178,10 +175,12 @@ def test_the_same_context_id_can_span_several_tasks(rpc: Rpc) -> None:
 
 
 def test_a_new_task_gets_a_context_id_when_the_client_sends_none(rpc: Rpc) -> None:
-    """§5: `contextId` is server-generated when the client omits it; tasks differ."""
+    """§5: without a `contextId` a message starts a new conversation: the server generates
+    a fresh context (and task) id."""
     first = rpc.send_task("one")
     second = rpc.send_task("two")
     assert first["contextId"] and second["contextId"]
+    assert first["contextId"] != second["contextId"]
     assert first["id"] != second["id"]
 
 

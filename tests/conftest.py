@@ -1,5 +1,6 @@
 """Fixtures: a real PostgreSQL with pgvector (embedded, started once) and a fresh database per test."""
 
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -15,9 +16,14 @@ from agentic_rag.storage.embedded import start_embedded_postgres
 
 
 @pytest.fixture(scope="session")
-def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The DSN of the test PostgreSQL server's maintenance database."""
-    yield start_embedded_postgres(tmp_path_factory.mktemp("pg"))
+def postgres_dsn() -> Iterator[str]:
+    """The DSN of the test PostgreSQL server's maintenance database.
+
+    Its data lives outside pytest's temporary directories: pytest deletes old ones, and
+    another pytest session on the machine could delete them under a running server.
+    """
+    root = Path(tempfile.mkdtemp(prefix="agentic-rag-test-pg-"))
+    yield start_embedded_postgres(root, delete_at_exit=True)
 
 
 @pytest.fixture

@@ -2,13 +2,12 @@
 
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import asyncpg
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from agentic_rag.a2a.card import agent_card, card_documents
 from agentic_rag.a2a.journal import Journal, LocalEventBus
 from agentic_rag.a2a.push import PushNotifier, SigningKeys
 from agentic_rag.a2a.routes import A2AEndpoints
@@ -16,8 +15,12 @@ from agentic_rag.a2a.runner import Runner
 from agentic_rag.a2a.store import TaskStore
 from agentic_rag.a2a.tasks import TaskService, WorkQueue
 from agentic_rag.config import Settings
+from agentic_rag.security.api_keys import ApiKeyStore
+from agentic_rag.security.auth import Authenticator, is_loopback
 from agentic_rag.security.middleware import AuthenticationMiddleware
+from agentic_rag.security.ratelimit import Limit, RateLimiter
 from agentic_rag.security.ssrf import SSRFGuard
+from agentic_rag.security.tokens import JWTVerifier
 from agentic_rag.skills import SkillRegistry
 from agentic_rag.skills.help import default_registry
 from agentic_rag.storage.embedded import start_embedded_postgres
@@ -26,69 +29,141 @@ from agentic_rag.storage.postgres import connect
 log = logging.getLogger(__name__)
 
 
+class InsecureBindError(RuntimeError):
+    pass
+
+
 class Engine:
-    """Everything that runs behind the protocols, started and stopped with the app."""
+    """Everything that runs behind the protocols, started and stopped with the app.
+
+    Its parts exist between `start` and `stop`; adapters reach them through it.
+    """
+
+    pool: asyncpg.Pool
+    service: TaskService
+    keys: SigningKeys
+    api_keys: ApiKeyStore
+    auth: Authenticator
 
     def __init__(self, settings: Settings, registry: SkillRegistry) -> None:
         self.settings, self.registry = settings, registry
-        self._pool: asyncpg.Pool | None = None
-        self._service: TaskService | None = None
-        self._keys: SigningKeys | None = None
-        self._journal: Journal | None = None
-        self._runner: Runner | None = None
-        self._notifier: PushNotifier | None = None
-
-    @property
-    def service(self) -> TaskService:
-        assert self._service is not None, "the engine is not started"
-        return self._service
-
-    @property
-    def keys(self) -> SigningKeys:
-        assert self._keys is not None, "the engine is not started"
-        return self._keys
+        self._stack = AsyncExitStack()  # undoes `start` in reverse, also when it fails halfway
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
         settings = self.settings
+        tokens = _jwt_verifier(settings)
         dsn = settings.database_url or start_embedded_postgres(settings.data_dir)
-        self._pool = await connect(dsn, settings.database_pool_size)
-        store = TaskStore(self._pool)
+        self.pool = await connect(dsn, settings.database_pool_size)
+        self._stack.push_async_callback(self.pool.close)
+
+        self.api_keys = ApiKeyStore(self.pool)
+        limiter = RateLimiter(
+            Limit(settings.rate_limit_per_minute, settings.rate_limit_burst),
+            per_tenant={
+                t: Limit(v.per_minute, v.burst) for t, v in settings.rate_limit_tenants.items()
+            },
+            failures_per_minute=settings.auth_failures_per_minute,
+            redis_url=settings.redis_url,
+        )
+        self.auth = Authenticator(
+            self.api_keys,
+            tokens,
+            limiter,
+            base_url=settings.base_url(),
+            require=settings.require_auth,
+        )
+        await self.auth.start()
+        if tokens is not None:
+            self._stack.push_async_callback(tokens.aclose)
+        self._check_exposure()
+
+        store = TaskStore(self.pool)
         bus = LocalEventBus()
-        self._journal = Journal(store, bus)
-        self._journal.start()
-        self._keys = await SigningKeys.load(self._pool)
+        journal = Journal(store, bus)
+        self.keys = await SigningKeys.load(self.pool)
         guard = SSRFGuard(settings.push_allow_private)
-        self._notifier = PushNotifier(
-            self._keys,
+        notifier = PushNotifier(
+            self.keys,
             guard,
             issuer=settings.base_url(),
             max_attempts=settings.push_max_attempts,
             timeout=settings.push_timeout_seconds,
         )
+        # Stopping runs in reverse: the runner (its last events), the journal (flushes them),
+        # the notifier (delivers what they triggered), then the database.
+        self._stack.push_async_callback(notifier.aclose)
+        journal.start()
+        self._stack.push_async_callback(journal.stop)
         queue = WorkQueue()
-        self._service = TaskService(
-            store, self._journal, bus, self.registry, queue, self._notifier, guard
-        )
-        self._runner = Runner(self._service, queue, max_running=settings.max_running_tasks)
-        await self._service.recover()
-        self._runner.start()
+        self.service = TaskService(store, journal, bus, self.registry, queue, notifier, guard)
+        runner = Runner(self.service, queue, max_running=settings.max_running_tasks)
+        await self.service.recover()
+        runner.start()
+        self._stack.push_async_callback(runner.stop)
+
+    def _check_exposure(self) -> None:
+        """Secure by default: open local mode only on a loopback address."""
+        settings = self.settings
+        if self.auth.enforced:
+            log.info(
+                "authentication required (%s)",
+                "API keys and JWT" if self.auth.jwt_enabled else "API keys",
+            )
+        elif is_loopback(settings.host):
+            log.warning(
+                "open local mode: no credentials are configured, so every caller on "
+                "this machine is the single 'local' tenant"
+            )
+        elif settings.insecure:
+            log.warning(
+                "INSECURE: serving %s without credentials; anyone who can reach it can use it",
+                settings.host,
+            )
+        else:
+            message = (
+                f"refusing to serve {settings.host} without credentials: create an API key "
+                "(agentic-rag keys create --tenant NAME), configure JWT "
+                "(AGENTIC_RAG_JWT_SECRET or AGENTIC_RAG_JWT_JWKS_URL), bind 127.0.0.1, "
+                "or pass --insecure"
+            )
+            log.error(message)
+            raise InsecureBindError(message)
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.stop()
-        if self._journal is not None:
-            await self._journal.stop()
-        if self._notifier is not None:
-            await self._notifier.aclose()
-        if self._pool is not None:
-            await self._pool.close()
+        await self._stack.aclose()
+
+
+def _jwt_verifier(settings: Settings) -> JWTVerifier | None:
+    if not settings.jwt_configured():
+        return None
+    if not settings.jwt_issuer or not settings.jwt_audience:
+        raise ValueError(
+            "JWT needs AGENTIC_RAG_JWT_ISSUER and AGENTIC_RAG_JWT_AUDIENCE: every token's "
+            "iss and aud are checked"
+        )
+    return JWTVerifier(
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+        secret=settings.jwt_secret.get_secret_value() if settings.jwt_secret else None,
+        jwks_url=settings.jwt_jwks_url,
+        algorithm=settings.jwt_algorithm,
+        tenant_claim=settings.jwt_tenant_claim,
+        scopes_claim=settings.jwt_scopes_claim,
+    )
 
 
 def build_app(settings: Settings | None = None, registry: SkillRegistry | None = None) -> Starlette:
     settings = settings or Settings()
     registry = registry if registry is not None else default_registry()
     engine = Engine(settings, registry)
-    a2a = A2AEndpoints(settings, engine, card_documents(agent_card(settings, registry)))
+    a2a = A2AEndpoints(settings, engine)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -100,7 +175,7 @@ def build_app(settings: Settings | None = None, registry: SkillRegistry | None =
 
     app = Starlette(
         routes=a2a.routes(),
-        middleware=[Middleware(AuthenticationMiddleware)],
+        middleware=[Middleware(AuthenticationMiddleware, authenticator=lambda: engine.auth)],
         lifespan=lifespan,
     )
     app.state.engine = engine

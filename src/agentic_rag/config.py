@@ -5,9 +5,15 @@ deployments conventionally set without a prefix: `DATABASE_URL` and `REDIS_URL`.
 """
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class TenantLimit(BaseModel):
+    per_minute: int
+    burst: int
 
 
 class Settings(BaseSettings):
@@ -39,11 +45,47 @@ class Settings(BaseSettings):
     push_max_attempts: int = 5
     push_timeout_seconds: float = 10.0
 
+    insecure: bool = Field(
+        False, description="Serve a non-loopback address without credentials (open to anyone)."
+    )
+    require_auth: bool = Field(
+        False, description="Demand credentials even on loopback with none configured yet."
+    )
+    jwt_secret: SecretStr | None = Field(None, description="Accept HS256 JWTs signed with this.")
+    jwt_jwks_url: str | None = Field(None, description="Accept JWTs signed by keys from this JWKS.")
+    jwt_algorithm: Literal["RS256", "ES256"] = Field(
+        "RS256", description="The one algorithm accepted from the JWKS."
+    )
+    jwt_issuer: str | None = Field(None, description="Required `iss` of every JWT.")
+    jwt_audience: str | None = Field(None, description="Required `aud` of every JWT.")
+    jwt_tenant_claim: str = Field("tenant", description="The JWT claim naming the tenant.")
+    jwt_scopes_claim: str = Field(
+        "scope", description="The JWT claim with scopes (space-separated or a list)."
+    )
+
+    redis_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("REDIS_URL", "AGENTIC_RAG_REDIS_URL"),
+        description="Redis for state shared by workers (rate limits); in-process without it.",
+    )
+    rate_limit_per_minute: int = Field(600, description="Requests per credential per minute.")
+    rate_limit_burst: int = Field(60, description="Requests per credential in any one second.")
+    rate_limit_tenants: dict[str, TenantLimit] = Field(
+        default_factory=dict,
+        description='Per-tenant overrides, JSON: {"acme": {"per_minute": 6000, "burst": 200}}.',
+    )
+    auth_failures_per_minute: int = Field(
+        20, description="Failed authentications allowed per client address per minute."
+    )
+
     agent_name: str = "agentic-rag"
     agent_description: str = (
         "A knowledge agent: ask what it can do with plain text, or call a skill with a DataPart "
         '{"skill": name, "arguments": {...}}.'
     )
+
+    def jwt_configured(self) -> bool:
+        return self.jwt_secret is not None or self.jwt_jwks_url is not None
 
     def base_url(self) -> str:
         """The public URL of the JSON-RPC endpoint, without a trailing slash."""

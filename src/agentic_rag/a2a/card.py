@@ -3,15 +3,29 @@
 from importlib.metadata import version
 from typing import Any
 
+import orjson
+
 from agentic_rag.a2a.invocation import OUTPUT_MODES
-from agentic_rag.a2a.schema import AgentCapabilities, AgentCard, AgentSkill
+from agentic_rag.a2a.schema import AgentCapabilities, AgentCard, AgentSkill, SecurityScheme
 from agentic_rag.config import Settings
 from agentic_rag.skills import SkillRegistry
 
 INPUT_MODES = ["text/plain", "application/json"]
 
 
-def agent_card(settings: Settings, registry: SkillRegistry) -> AgentCard:
+def agent_card(
+    settings: Settings,
+    registry: SkillRegistry,
+    *,
+    security_schemes: dict[str, dict[str, Any]] | None = None,
+    extended: bool = False,
+) -> AgentCard:
+    """The card; `security_schemes` are the enabled ones, any of which is accepted.
+
+    The public card lists public skills; the extended card, for authenticated callers, all.
+    With no schemes (open local mode) every caller is authenticated, so all skills show.
+    """
+    schemes = security_schemes or {}
     return AgentCard(
         name=settings.agent_name,
         description=settings.agent_description,
@@ -33,8 +47,11 @@ def agent_card(settings: Settings, registry: SkillRegistry) -> AgentCard:
                 output_modes=list(OUTPUT_MODES),
             )
             for skill in registry
+            if skill.public or extended or not schemes
         ],
-        supports_authenticated_extended_card=False,
+        security_schemes={n: SecurityScheme.model_validate(v) for n, v in schemes.items()} or None,
+        security=[{name: []} for name in schemes] or None,
+        supports_authenticated_extended_card=bool(schemes),
     )
 
 
@@ -44,8 +61,6 @@ def card_documents(card: AgentCard) -> tuple[bytes, bytes]:
     The current a2a-sdk client reads agent-card.json and picks its transport from
     `protocolVersion`; it cannot talk to a card labelled 0.2.x (A2A-NOTES §10).
     """
-    import orjson
-
     base: dict[str, Any] = card.model_dump(mode="json", by_alias=True, exclude_none=True)
     v021 = {**base, "protocolVersion": "0.2.1"}
     v030 = {**base, "protocolVersion": "0.3.0", "preferredTransport": "JSONRPC"}

@@ -61,3 +61,9 @@ class ContentTypeNotSupportedError(A2AError):
 
 class AuthenticatedExtendedCardNotConfiguredError(A2AError):
     code, default_message = -32007, "Authenticated Extended Card is not configured"
+
+
+class ForbiddenError(A2AError):
+    """The credential is valid but lacks a scope (HTTP 403; see docs/security.md)."""
+
+    code, default_message = -32011, "Forbidden"

@@ -105,20 +105,29 @@ class Journal:
 
     async def _flush(self) -> None:
         batch, self._pending = self._pending, []
-        writes = [w for w, _ in batch]
         try:
-            await self._store.write(writes)
-        except Exception as exc:  # the database failed: every appender learns it
-            log.exception(
-                "journal: writing %d task events failed", sum(len(w.events) for w in writes)
+            await self._store.write([w for w, _ in batch])
+        except Exception:
+            # One bad write must not sink the others: write each task's events on its own.
+            log.warning(
+                "journal: a batch of %d writes failed; retrying them one by one", len(batch)
             )
-            for _, done in batch:
-                if not done.done():
-                    done.set_exception(exc)
+            for write, done in batch:
+                try:
+                    await self._store.write([write])
+                except Exception as exc:
+                    log.exception("journal: writing events of task %s failed", write.task.id)
+                    if not done.done():
+                        done.set_exception(exc)
+                else:
+                    self._publish([(write, done)])
             return
+        self._publish(batch)
+
+    def _publish(self, batch: list[tuple[TaskWrite, asyncio.Future[None]]]) -> None:
         by_task: dict[tuple[str, str], list[Event]] = defaultdict(list)
-        for w in writes:
-            by_task[(w.tenant, w.task.id)].extend(w.events)
+        for write, _ in batch:
+            by_task[(write.tenant, write.task.id)].extend(write.events)
         for (tenant, task_id), events in by_task.items():
             self._bus.publish(tenant, task_id, events)
         for _, done in batch:

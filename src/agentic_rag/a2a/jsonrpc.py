@@ -72,6 +72,22 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def contains_nul(value: Any) -> bool:
+    """Whether a parsed JSON value has U+0000 in a string or a key, without recursion."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 def success(request_id: RequestId, result_json: str | bytes) -> bytes:
     """A success response around an already serialised result."""
     if isinstance(result_json, str):

@@ -11,6 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from agentic_rag.a2a import jsonrpc, states
+from agentic_rag.a2a.card import agent_card, card_documents
 from agentic_rag.a2a.compat import (
     PushConfigDelete,
     PushConfigQuery,
@@ -21,6 +22,7 @@ from agentic_rag.a2a.compat import (
 from agentic_rag.a2a.errors import (
     A2AError,
     AuthenticatedExtendedCardNotConfiguredError,
+    ForbiddenError,
     InternalError,
     InvalidParamsError,
     InvalidRequestError,
@@ -31,7 +33,7 @@ from agentic_rag.a2a.schema import Message, TaskIdParams
 from agentic_rag.a2a.store import Event
 from agentic_rag.a2a.tasks import Accepted, serialize, with_history
 from agentic_rag.config import Settings
-from agentic_rag.security.principal import principal_of
+from agentic_rag.security.principal import ALL_SCOPES, Scope, principal_of
 
 if TYPE_CHECKING:
     from agentic_rag.app import Engine
@@ -39,6 +41,19 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 JSON = "application/json"
+
+METHOD_SCOPES: dict[str, Scope] = {
+    "message/send": "write",
+    "message/stream": "write",
+    "tasks/get": "read",
+    "tasks/cancel": "write",
+    "tasks/resubscribe": "read",
+    "tasks/pushNotificationConfig/set": "write",
+    "tasks/pushNotificationConfig/get": "read",
+    "tasks/pushNotificationConfig/list": "read",
+    "tasks/pushNotificationConfig/delete": "write",
+    "agent/getAuthenticatedExtendedCard": "read",
+}
 
 
 def tenant_of(request: Request) -> str:
@@ -53,6 +68,8 @@ def _dump(model: BaseModel) -> str:
 def _validate[M: BaseModel](model: type[M], params: Any) -> M:
     if not isinstance(params, dict):
         raise InvalidParamsError("params must be an object")
+    if jsonrpc.contains_nul(params):  # PostgreSQL text and jsonb cannot store U+0000
+        raise InvalidParamsError("params must not contain the character U+0000 (NUL)")
     try:
         return model.model_validate(params)
     except ValidationError as exc:
@@ -65,9 +82,9 @@ def _validate[M: BaseModel](model: type[M], params: Any) -> M:
 
 
 class A2AEndpoints:
-    def __init__(self, settings: Settings, engine: "Engine", card: tuple[bytes, bytes]) -> None:
+    def __init__(self, settings: Settings, engine: "Engine") -> None:
         self._settings, self._engine = settings, engine
-        self._card_v021, self._card_v030 = card
+        self._cards: dict[tuple[bool, bool], tuple[bytes, bytes]] = {}
         self._methods: dict[str, Callable[[Request, RequestId, Any], Awaitable[Response]]] = {
             "message/send": self._send,
             "message/stream": self._stream,
@@ -81,6 +98,20 @@ class A2AEndpoints:
             "agent/getAuthenticatedExtendedCard": self._extended_card,
         }
 
+    def _card(self, *, extended: bool, v030: bool) -> bytes:
+        """The card for the current authentication state (it changes once keys exist)."""
+        auth = self._engine.auth
+        key = (auth.enforced, extended)
+        if key not in self._cards:
+            card = agent_card(
+                self._settings,
+                self._engine.registry,
+                security_schemes=auth.security_schemes(),
+                extended=extended,
+            )
+            self._cards[key] = card_documents(card)
+        return self._cards[key][1 if v030 else 0]
+
     def routes(self) -> list[BaseRoute]:
         return [
             Route("/", self.rpc, methods=["POST"]),
@@ -88,24 +119,47 @@ class A2AEndpoints:
             Route("/.well-known/agent-card.json", self.card_v030, methods=["GET"]),
             Route("/.well-known/jwks.json", self.jwks, methods=["GET"]),
             Route("/agent/authenticatedExtendedCard", self.extended_card, methods=["GET"]),
+            Route(
+                "/.well-known/oauth-protected-resource", self.protected_resource, methods=["GET"]
+            ),
+            Route(
+                "/.well-known/oauth-protected-resource/mcp",
+                self.protected_resource,
+                methods=["GET"],
+            ),
         ]
 
     # -- HTTP routes -----------------------------------------------------------------------
 
     async def card_v021(self, request: Request) -> Response:
-        return Response(self._card_v021, media_type=JSON)
+        return Response(self._card(extended=False, v030=False), media_type=JSON)
 
     async def card_v030(self, request: Request) -> Response:
-        return Response(self._card_v030, media_type=JSON)
+        return Response(self._card(extended=False, v030=True), media_type=JSON)
+
+    async def protected_resource(self, request: Request) -> Response:
+        """OAuth protected-resource metadata (RFC 9728), how MCP clients find the issuer."""
+        base = self._settings.base_url()
+        metadata: dict[str, Any] = {
+            "resource": f"{base}/mcp",
+            "resource_name": self._settings.agent_name,
+            "bearer_methods_supported": ["header"],
+            "scopes_supported": sorted(ALL_SCOPES),
+        }
+        if self._settings.jwt_issuer and self._engine.auth.jwt_enabled:
+            metadata["authorization_servers"] = [self._settings.jwt_issuer]
+        return JSONResponse(metadata)
 
     async def jwks(self, request: Request) -> Response:
         return JSONResponse(self._engine.keys.jwks())
 
     async def extended_card(self, request: Request) -> Response:
-        error = AuthenticatedExtendedCardNotConfiguredError(
-            "this agent has no authenticated extended card: no authentication is configured"
-        )
-        return JSONResponse({"error": error.to_dict()}, status_code=404)
+        if not self._engine.auth.enforced:
+            error = AuthenticatedExtendedCardNotConfiguredError(
+                "this agent has no authenticated extended card: no authentication is configured"
+            )
+            return JSONResponse({"error": error.to_dict()}, status_code=404)
+        return Response(self._card(extended=True, v030=False), media_type=JSON)
 
     async def rpc(self, request: Request) -> Response:
         request_id: RequestId = None
@@ -116,6 +170,12 @@ class A2AEndpoints:
             handler = self._methods.get(call.method)
             if handler is None:
                 raise MethodNotFoundError(f"Method not found: {call.method}")
+            needed = METHOD_SCOPES[call.method]
+            if not principal_of(request.scope).allows(needed):
+                forbidden = ForbiddenError(
+                    f"this credential lacks the scope {needed!r} that {call.method} needs"
+                )
+                return self._error(call.id, forbidden, 403)
             return await handler(request, call.id, call.params)
         except RPCError as exc:
             return self._error(exc.request_id, exc.error, exc.status)
@@ -203,11 +263,13 @@ class A2AEndpoints:
         last_event_id = request.headers.get("last-event-id")
         after: int | None = None
         if last_event_id is not None:
-            if not last_event_id.strip().isdigit():
+            number = last_event_id.strip()
+            # ASCII digits only ("²".isdigit() is true), and within the bigint of task_events.seq
+            if not (number.isascii() and number.isdigit() and int(number) < 2**63):
                 raise InvalidParamsError(
                     f"Last-Event-ID must be an event number, not {last_event_id!r}"
                 )
-            after = int(last_event_id)
+            after = int(number)
         events = self._engine.service.follow(tenant_of(request), ids.id, after)
         return self._sse(_logged_events(rid, events))
 
@@ -244,9 +306,12 @@ class A2AEndpoints:
         return self._result(rid, b"null")
 
     async def _extended_card(self, request: Request, rid: RequestId, params: Any) -> Response:
-        raise AuthenticatedExtendedCardNotConfiguredError(
-            "this agent has no authenticated extended card: no authentication is configured"
-        )
+        if not self._engine.auth.enforced:
+            raise AuthenticatedExtendedCardNotConfiguredError(
+                "this agent has no authenticated extended card: no authentication is configured"
+            )
+        card = self._card(extended=True, v030=True)
+        return self._result(rid, card)
 
     @staticmethod
     def _sse(events: AsyncIterator[ServerSentEvent]) -> Response:

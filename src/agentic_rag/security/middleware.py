@@ -1,21 +1,41 @@
 """The authentication middleware: every request gets a principal before any adapter sees it."""
 
+from collections.abc import Callable
+
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agentic_rag.security.principal import LOCAL, SCOPE_KEY
+from agentic_rag.security.auth import Authenticator, AuthFailure
+from agentic_rag.security.principal import SCOPE_KEY
+
+# Routes anyone may read: discovery documents and probes (metrics guard themselves).
+PUBLIC_PATHS = frozenset(
+    {
+        "/.well-known/agent.json",
+        "/.well-known/agent-card.json",
+        "/.well-known/jwks.json",
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    }
+)
 
 
 class AuthenticationMiddleware:
-    """Puts the caller's principal on the ASGI scope.
+    """Puts the caller's principal on the ASGI scope, or answers 401 / 429 itself."""
 
-    With no credentials configured the server runs in open local mode: every caller is the
-    single `local` tenant (the CLI refuses that mode on a non-loopback address).
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, authenticator: Callable[[], Authenticator]) -> None:
         self.app = app
+        self._authenticator = authenticator  # resolved per request: it exists once started
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            scope[SCOPE_KEY] = LOCAL
+        if scope["type"] not in ("http", "websocket") or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        try:
+            scope[SCOPE_KEY] = await self._authenticator().authenticate(scope)
+        except AuthFailure as failure:
+            await failure.response()(scope, receive, send)
+            return
         await self.app(scope, receive, send)

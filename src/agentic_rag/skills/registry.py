@@ -85,6 +85,8 @@ class Skill:
     """The argument that plain text fills when this skill answers a message without data."""
     render: Callable[[Any], str] | None = None
     """Turns the output into text a person can read; JSON when absent."""
+    public: bool = True
+    """Listed in the public Agent Card; otherwise only in the authenticated extended card."""
 
     def readable(self, output: BaseModel) -> str:
         if self.render is not None:
@@ -115,6 +117,7 @@ class SkillRegistry:
         text_argument: str | None = None,
         render: Callable[[Any], str] | None = None,
         default: bool = False,
+        public: bool = True,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated `async def f(ctx, args: In) -> Out` as a skill."""
 
@@ -133,6 +136,7 @@ class SkillRegistry:
                     handler=handler,
                     text_argument=text_argument,
                     render=render,
+                    public=public,
                 )
             )
             if default:

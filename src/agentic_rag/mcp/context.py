@@ -1,0 +1,66 @@
+"""The skill context of one MCP `tools/call`: the caller's tenant and a progress channel."""
+
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import NoReturn
+
+from agentic_rag.skills import InputRequired
+
+# (progress, total, message): what `ServerSession.report_progress` takes.
+ReportProgress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class ProgressSteps:
+    """Counts progress notifications of one request: MCP wants `progress` to grow each time.
+
+    One counter serves every run of the skill within the request (a run after an elicitation
+    starts over, its progress must not).
+    """
+
+    def __init__(self, report: ReportProgress) -> None:
+        self._report = report
+        self._steps = 0
+
+    async def step(self, message: str) -> None:
+        self._steps += 1
+        await self._report(self._steps, None, message)
+
+
+class McpSkillContext:
+    """A skill's view of the tool call it runs for (see `agentic_rag.skills.SkillContext`).
+
+    MCP has no partial results (DESIGN.md: final result only), so `partial` chunks travel as
+    progress messages, like `progress` texts.
+    """
+
+    def __init__(self, tenant: str, texts: Sequence[str], steps: ProgressSteps) -> None:
+        self._tenant = tenant
+        self._texts = list(texts)
+        self._steps = steps
+        # A tool call has no A2A task; each call is its own task and context.
+        self._task_id = self._context_id = str(uuid.uuid4())
+
+    @property
+    def tenant(self) -> str:
+        return self._tenant
+
+    @property
+    def task_id(self) -> str:
+        return self._task_id
+
+    @property
+    def context_id(self) -> str:
+        return self._context_id
+
+    @property
+    def texts(self) -> list[str]:
+        return list(self._texts)
+
+    async def progress(self, text: str) -> None:
+        await self._steps.step(text)
+
+    async def partial(self, text: str, *, artifact_id: str, last_chunk: bool = False) -> None:
+        await self._steps.step(text)
+
+    def ask(self, question: str, missing: Sequence[str] = ()) -> NoReturn:
+        raise InputRequired(question, missing)

@@ -1,0 +1,8 @@
+"""Operations: structured logs with request ids, Prometheus metrics, health and readiness.
+
+- `logging`: the log configuration (JSON or text) shared with uvicorn, the request-id context.
+- `metrics`: the per-app metrics and the hooks adapters call (`observe_skill`,
+  `record_rate_limited`, `record_task_events`).
+- `middleware`: the ASGI middleware that gives every request an id and counts it.
+- `health`: `/healthz`, `/readyz` and `/metrics`.
+"""

@@ -1,0 +1,195 @@
+"""Prometheus metrics: one registry per app, and the hooks the rest of the code calls.
+
+Every app (`build_app`) owns a `Metrics` with its own `CollectorRegistry`, so several apps in
+one process (tests) never share counts. Code that has no handle on the app (the task service,
+the runner, the MCP adapter, the rate limiter) calls the module functions below; they record
+into the metrics *bound* to the current context: the observability middleware binds them for
+each request, and the app's lifespan binds them before the engine starts its background tasks
+(which inherit the binding). Outside any app the functions do nothing.
+
+Label values are bounded: routes are templates, JSON-RPC methods are the known ones (unknown
+ones are counted as `<unknown>`), skills come from the registry.
+"""
+
+import asyncio
+import time
+from collections.abc import Awaitable, Sequence
+from contextvars import ContextVar, Token
+from types import TracebackType
+from typing import Final
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
+
+from agentic_rag.a2a.schema import Task, TaskStatusUpdateEvent
+from agentic_rag.skills import InputRequired, SkillError
+
+CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+
+# Seconds; skills may call slow models, so the buckets reach five minutes.
+_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class Metrics:
+    """The metrics of one app. Names and labels are documented in docs/operations.md."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        ProcessCollector(registry=self.registry)
+        r = self.registry
+        self.http_requests = Counter(
+            "agentic_rag_http_requests",
+            "HTTP requests answered, by route template, method and status code.",
+            ["route", "method", "status"],
+            registry=r,
+        )
+        self.http_duration = Histogram(
+            "agentic_rag_http_request_duration_seconds",
+            "Time from receiving a request to the end of its response (streams included).",
+            ["route", "method"],
+            buckets=_DURATION_BUCKETS,
+            registry=r,
+        )
+        self.jsonrpc_calls = Counter(
+            "agentic_rag_jsonrpc_calls",
+            "A2A JSON-RPC calls by method and outcome: ok, or the JSON-RPC error code.",
+            ["method", "outcome"],
+            registry=r,
+        )
+        self.task_transitions = Counter(
+            "agentic_rag_task_transitions",
+            "Tasks entering a state (submitted, working, completed, ...).",
+            ["state"],
+            registry=r,
+        )
+        self.skill_calls = Counter(
+            "agentic_rag_skill_calls",
+            "Skill calls by skill, protocol (a2a, mcp) and outcome "
+            "(ok, input_required, error, canceled, exception).",
+            ["skill", "protocol", "outcome"],
+            registry=r,
+        )
+        self.skill_duration = Histogram(
+            "agentic_rag_skill_duration_seconds",
+            "How long skill calls take, by skill and protocol.",
+            ["skill", "protocol"],
+            buckets=_DURATION_BUCKETS,
+            registry=r,
+        )
+        self.rate_limited = Counter(
+            "agentic_rag_rate_limited",
+            "Requests refused by the rate limiter, by kind of credential.",
+            ["credential_kind"],
+            registry=r,
+        )
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric of this app."""
+        return generate_latest(self.registry)
+
+    # -- recording -------------------------------------------------------------------------
+
+    def record_task_events(self, previous: Task | None, events: Sequence[object]) -> None:
+        """Count the states `events` move a task into, starting from `previous`."""
+        state = previous.status.state if previous is not None else None
+        for event in events:
+            if not isinstance(event, Task | TaskStatusUpdateEvent):
+                continue  # messages and artifacts do not change the state
+            new = event.status.state
+            if new is not state:
+                self.task_transitions.labels(new.value).inc()
+            state = new
+
+    def skill_call(self, skill: str, protocol: str) -> "SkillCall":
+        return SkillCall(self, skill, protocol)
+
+
+class SkillCall:
+    """Times one skill call and counts its outcome; a context manager (sync, usable in async code).
+
+    The outcome is read from the exception leaving the block: none is `ok`, `InputRequired` is
+    `input_required`, `SkillError` is `error`, cancellation is `canceled`, anything else
+    `exception`. Exceptions are never swallowed.
+    """
+
+    def __init__(self, metrics: Metrics | None, skill: str, protocol: str) -> None:
+        self._metrics, self._skill, self._protocol = metrics, skill, protocol
+        self._started = 0.0
+
+    def __enter__(self) -> "SkillCall":
+        self._started = time.perf_counter()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._metrics is None:
+            return
+        elapsed = time.perf_counter() - self._started
+        outcome = skill_outcome(exc)
+        self._metrics.skill_calls.labels(self._skill, self._protocol, outcome).inc()
+        self._metrics.skill_duration.labels(self._skill, self._protocol).observe(elapsed)
+
+
+def skill_outcome(exc: BaseException | None) -> str:
+    if exc is None:
+        return "ok"
+    if isinstance(exc, InputRequired):
+        return "input_required"
+    if isinstance(exc, SkillError):
+        return "error"
+    if isinstance(exc, asyncio.CancelledError):
+        return "canceled"
+    return "exception"
+
+
+# -- the metrics bound to the current context --------------------------------------------------
+
+_CURRENT: ContextVar[Metrics | None] = ContextVar("agentic_rag_metrics", default=None)
+
+
+def bind(metrics: Metrics) -> Token[Metrics | None]:
+    """Make `metrics` the current ones in this context and in tasks created from it."""
+    return _CURRENT.set(metrics)
+
+
+def unbind(token: Token[Metrics | None]) -> None:
+    _CURRENT.reset(token)
+
+
+def current() -> Metrics | None:
+    return _CURRENT.get()
+
+
+def record_rate_limited(credential_kind: str) -> None:
+    """The rate limiter refused a request made with this kind of credential (api-key, jwt...)."""
+    metrics = _CURRENT.get()
+    if metrics is not None:
+        metrics.rate_limited.labels(credential_kind).inc()
+
+
+def record_task_events(previous: Task | None, events: Sequence[object]) -> None:
+    """A task is about to go through `events` from `previous` (None: it is being created)."""
+    metrics = _CURRENT.get()
+    if metrics is not None:
+        metrics.record_task_events(previous, events)
+
+
+def skill_call(skill: str, protocol: str) -> SkillCall:
+    """`with skill_call("search", "mcp"): ...` times the block as one call of the skill."""
+    return SkillCall(_CURRENT.get(), skill, protocol)
+
+
+async def observe_skill[T](skill: str, protocol: str, call: Awaitable[T]) -> T:
+    """Await `call` (a skill handler's coroutine), timed and counted as one call of `skill`."""
+    with skill_call(skill, protocol):
+        return await call
