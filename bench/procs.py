@@ -74,6 +74,9 @@ class Server:
     log_path: Path
     cwd: Path
     env: dict[str, str] | None = None
+    # ours: the embedded PostgreSQL daemonizes (it is not our child); found by its pid file
+    postgres_dir: Path | None = None
+    postmaster: psutil.Process | None = None
     process: subprocess.Popen[bytes] | None = None
     server_pid: int | None = None
     seen: dict[int, psutil.Process] = field(default_factory=dict)
@@ -138,13 +141,27 @@ class Server:
                 return int(conn.pid)
         return None
 
+    def _find_postmaster(self) -> psutil.Process | None:
+        if self.postmaster is not None or self.postgres_dir is None:
+            return self.postmaster
+        with contextlib.suppress(OSError, ValueError, psutil.Error):
+            pid = int((self.postgres_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+            proc = psutil.Process(pid)
+            if str(self.postgres_dir) in " ".join(proc.cmdline()):
+                self.postmaster = proc
+        return self.postmaster
+
     def _tree(self) -> list[psutil.Process]:
         assert self.process is not None
-        try:
-            root = psutil.Process(self.process.pid)
-            return [root, *root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return []
+        procs: list[psutil.Process] = []
+        roots = [psutil.Process(self.process.pid)] if self.process.poll() is None else []
+        postmaster = self._find_postmaster()
+        if postmaster is not None:
+            roots.append(postmaster)
+        for root in roots:
+            with contextlib.suppress(psutil.Error):
+                procs += [root, *root.children(recursive=True)]
+        return procs
 
     def refresh_tree(self) -> list[psutil.Process]:
         """The live process tree; remembers every pid seen, for the final clean-up."""
@@ -198,6 +215,14 @@ class Server:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(10)
+        postmaster = self._find_postmaster()
+        with contextlib.suppress(psutil.Error):
+            if postmaster is not None and postmaster.is_running():
+                postmaster.send_signal(signal.SIGINT)  # PostgreSQL's fast shutdown
+                try:
+                    postmaster.wait(30)
+                except psutil.TimeoutExpired:
+                    postmaster.kill()
         deadline = time.monotonic() + 15
         for proc in self.seen.values():
             with contextlib.suppress(psutil.Error):
@@ -207,4 +232,5 @@ class Server:
                 if proc.is_running():
                     proc.kill()
         self.process = None
+        self.postmaster = None
         self.seen.clear()

@@ -223,7 +223,10 @@ def make_server(name: str, tag: str) -> Server:
     else:
         raise ValueError(name)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return Server(name=name, command=command, port=port, log_path=logs, cwd=ROOT, env=env)
+    server = Server(name=name, command=command, port=port, log_path=logs, cwd=ROOT, env=env)
+    if name == "ours":
+        server.postgres_dir = (data_dir / "postgres").resolve()
+    return server
 
 
 @contextlib.contextmanager

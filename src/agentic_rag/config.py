@@ -7,7 +7,7 @@ deployments conventionally set without a prefix: `DATABASE_URL` and `REDIS_URL`.
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, Field, SecretStr
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -19,9 +19,9 @@ class TenantLimit(BaseModel):
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENTIC_RAG_", extra="ignore")
 
-    host: str = "127.0.0.1"
-    port: int = 8000
-    data_dir: Path = Path("data")
+    host: str = Field("127.0.0.1", description="Address to bind; non-loopback needs credentials.")
+    port: int = Field(8000, description="Port to bind.")
+    data_dir: Path = Field(Path("data"), description="Where the embedded PostgreSQL keeps data.")
     public_url: str | None = Field(
         None, description="Base URL peers use to reach this server; the Agent Card's `url`."
     )
@@ -31,7 +31,7 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DATABASE_URL", "AGENTIC_RAG_DATABASE_URL"),
         description="PostgreSQL with pgvector; without it an embedded server runs in data_dir.",
     )
-    database_pool_size: int = 10
+    database_pool_size: int = Field(10, description="Most database connections per process.")
 
     max_body_bytes: int = Field(1_048_576, description="Largest JSON-RPC request body accepted.")
     max_json_depth: int = Field(64, description="Deepest JSON nesting accepted in a request.")
@@ -42,8 +42,8 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Hosts or CIDRs that push webhooks may reach despite the SSRF guard.",
     )
-    push_max_attempts: int = 5
-    push_timeout_seconds: float = 10.0
+    push_max_attempts: int = Field(5, description="Deliveries tried per push notification.")
+    push_timeout_seconds: float = Field(10.0, description="Timeout of one push delivery.")
 
     insecure: bool = Field(
         False, description="Serve a non-loopback address without credentials (open to anyone)."
@@ -78,11 +78,28 @@ class Settings(BaseSettings):
         20, description="Failed authentications allowed per client address per minute."
     )
 
-    agent_name: str = "agentic-rag"
-    agent_description: str = (
-        "A knowledge agent: ask what it can do with plain text, or call a skill with a DataPart "
-        '{"skill": name, "arguments": {...}}.'
+    log_format: Literal["json", "text"] | None = Field(
+        None, description="`json` or `text`; unset: text when stdout is a terminal, else json."
     )
+    log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
+        "info", description="Least severe level logged (uvicorn's access lines are `info`)."
+    )
+    metrics_enabled: bool = Field(True, description="Serve Prometheus metrics at `/metrics`.")
+    metrics_token: SecretStr | None = Field(
+        None, description="When set, `/metrics` requires `Authorization: Bearer <token>`."
+    )
+
+    agent_name: str = Field("agentic-rag", description="The Agent Card's `name`.")
+    agent_description: str = Field(
+        "A knowledge agent: ask what it can do with plain text, or call a skill with a DataPart "
+        '{"skill": name, "arguments": {...}}.',
+        description="The Agent Card's `description`.",
+    )
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lowercase_level(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
 
     def jwt_configured(self) -> bool:
         return self.jwt_secret is not None or self.jwt_jwks_url is not None

@@ -18,6 +18,7 @@ from agentic_rag.a2a.schema import (
     TextPart,
 )
 from agentic_rag.a2a.tasks import ActiveTask, TaskService, WorkQueue, agent_text
+from agentic_rag.observability import metrics as observed
 from agentic_rag.skills import InputRequired, SkillError
 
 log = logging.getLogger(__name__)
@@ -122,7 +123,8 @@ class Runner:
         skill = invocation.skill
         try:
             arguments = invocation.validate()
-            output = await skill.handler(TaskSkillContext(service, active), arguments)
+            with observed.skill_call(skill.name, "a2a"):
+                output = await skill.handler(TaskSkillContext(service, active), arguments)
             if not isinstance(output, skill.output_model):
                 raise TypeError(f"skill {skill.name} returned {type(output).__name__}")
             result = Artifact(

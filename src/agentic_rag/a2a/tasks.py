@@ -35,6 +35,7 @@ from agentic_rag.a2a.schema import (
     TextPart,
 )
 from agentic_rag.a2a.store import Event, TaskStore
+from agentic_rag.observability import metrics as observed
 from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.skills import SkillRegistry
 
@@ -144,6 +145,7 @@ class TaskService:
     def emit(self, active: ActiveTask, *events: states.TaskEvent) -> asyncio.Future[None]:
         """Apply `events` to the task and journal them; the future resolves once durable."""
         logged = []
+        observed.record_task_events(active.task if active.last_seq else None, events)
         for event in events:
             active.task = states.apply(active.task if active.last_seq else None, event)
             active.last_seq += 1

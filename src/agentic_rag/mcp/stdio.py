@@ -1,0 +1,75 @@
+"""`agentic-rag mcp` (and `agentic-rag-mcp`): MCP over stdio, for clients that start servers.
+
+With `AGENTIC_RAG_URL` set it bridges to that running server (bridge.py), sending
+`AGENTIC_RAG_API_KEY` as `X-API-Key`, so a desktop client shares the server's data. Without
+it, the engine runs in this process on the local data directory and every call is the
+`local` principal's: whoever can start this process owns that directory anyway.
+"""
+
+import logging
+import os
+import sys
+
+import anyio
+from mcp.server.stdio import stdio_server
+
+from agentic_rag.config import Settings
+from agentic_rag.mcp.bridge import bridge_server, endpoint
+from agentic_rag.mcp.server import build_server, fixed_principal
+from agentic_rag.security.principal import LOCAL
+from agentic_rag.skills import SkillRegistry
+from agentic_rag.skills.help import default_registry
+
+URL_ENV = "AGENTIC_RAG_URL"
+API_KEY_ENV = "AGENTIC_RAG_API_KEY"
+
+log = logging.getLogger(__name__)
+
+
+async def serve_local(settings: Settings, registry: SkillRegistry) -> None:
+    from agentic_rag.app import Engine  # app imports the MCP package: import here, not above
+
+    # The SDK points fd 1 at stderr while it serves, so whatever starts inside (the embedded
+    # PostgreSQL too) writes its output there, never into the protocol on stdout.
+    async with stdio_server() as (read, write):
+        engine = Engine(settings, registry)
+        await engine.start()
+        try:
+            server = build_server(
+                registry, fixed_principal(LOCAL), instructions=settings.agent_description
+            )
+            await server.run(read, write, server.create_initialization_options())
+        finally:
+            await engine.stop()
+
+
+async def serve_bridge(url: str, api_key: str | None) -> None:
+    async with bridge_server(url, api_key) as server, stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def run_stdio(settings: Settings | None = None, registry: SkillRegistry | None = None) -> int:
+    """Serve MCP on stdin/stdout until the client closes it; the process's exit status."""
+    url = os.environ.get(URL_ENV, "").strip()
+    try:
+        if url:
+            anyio.run(serve_bridge, url, os.environ.get(API_KEY_ENV) or None)
+        else:
+            chosen = registry if registry is not None else default_registry()
+            anyio.run(serve_local, settings or Settings(), chosen)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        # Desktop clients show stderr as the server's log: say what failed, in one line.
+        log.debug("MCP over stdio stopped", exc_info=True)
+        where = f"agentic-rag at {endpoint(url)}" if url else "the local engine"
+        print(f"agentic-rag mcp: cannot serve with {where}: {_describe(exc)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _describe(exc: BaseException) -> str:
+    # anyio task groups wrap failures in exception groups: the first leaf says what happened.
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -1,0 +1,151 @@
+"""The outermost middleware: a request id for every request, and the HTTP and JSON-RPC metrics.
+
+For each HTTP request it
+- takes the caller's `X-Request-ID` if it is a sane token, or makes one, puts it in the
+  logging context (so every line logged while answering carries it, uvicorn's access line
+  included) and echoes it in the response;
+- binds the app's metrics for the code that runs for the request (see `metrics`);
+- counts the request by route template, method and status, and times it;
+- for the A2A JSON-RPC endpoint, counts the call by method and outcome (`ok` or the error
+  code), read from the request body as the app reads it and from the start of the response.
+  A streamed (SSE) answer counts as `ok`: errors after the stream opened are events in it.
+"""
+
+import time
+from collections.abc import Collection
+from typing import Final
+
+import orjson
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agentic_rag.observability import metrics as metrics_module
+from agentic_rag.observability.logging import (
+    REQUEST_ID,
+    REQUEST_ID_HEADER,
+    new_request_id,
+    sane_request_id,
+)
+from agentic_rag.observability.metrics import Metrics
+
+UNMATCHED: Final = "<unmatched>"  # the route label of requests no route matched (404s)
+UNKNOWN_METHOD: Final = "<unknown>"  # JSON-RPC methods that do not exist
+INVALID_CALL: Final = "<invalid>"  # bodies that are not a readable JSON-RPC call
+UNREAD: Final = "<unread>"  # calls refused before their body was read (401, 429, 415...)
+
+_HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+_ERROR_MARK = b'"error":{'
+
+
+class ObservabilityMiddleware:
+    """`rpc_methods` are the methods served at `rpc_path`; any other is labelled `<unknown>`
+    (labels come from callers, so they must be bounded)."""
+
+    def __init__(
+        self, app: ASGIApp, metrics: Metrics, rpc_methods: Collection[str], rpc_path: str = "/"
+    ) -> None:
+        self.app, self.metrics, self.rpc_path = app, metrics, rpc_path
+        self.rpc_methods = frozenset(rpc_methods)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        request_id = sane_request_id(headers.get(REQUEST_ID_HEADER)) or new_request_id()
+        rid_token = REQUEST_ID.set(request_id)
+        metrics_token = metrics_module.bind(self.metrics)
+        started = time.perf_counter()
+        method: str = scope["method"] if scope["method"] in _HTTP_METHODS else "OTHER"
+        rpc = method == "POST" and scope["path"] == self.rpc_path
+        request_body: list[bytes] = []
+        response_body: list[bytes] = []
+        response: dict[str, object] = {}  # status and content type, once started
+
+        async def receive_and_keep() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                request_body.append(message.get("body", b""))
+            return message
+
+        async def send_and_count(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                response_headers = MutableHeaders(scope=message)
+                response_headers[REQUEST_ID_HEADER] = request_id
+                response["status"] = message["status"]
+                response["type"] = response_headers.get("content-type", "")
+                self.metrics.http_requests.labels(
+                    _route(scope), method, str(message["status"])
+                ).inc()
+            elif message["type"] == "http.response.body" and rpc:
+                response_body.append(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive_and_keep if rpc else receive, send_and_count)
+        except BaseException:
+            if "status" not in response:
+                self.metrics.http_requests.labels(_route(scope), method, "500").inc()
+                response["status"], response["type"] = 500, ""
+            # The request id stays set: the server logs this exception next, in this context.
+            raise
+        else:
+            REQUEST_ID.reset(rid_token)
+        finally:
+            self.metrics.http_duration.labels(_route(scope), method).observe(
+                time.perf_counter() - started
+            )
+            if rpc:
+                status = response.get("status")
+                self._count_call(
+                    request_body,
+                    response_body,
+                    status if isinstance(status, int) else 500,
+                    str(response.get("type", "")),
+                )
+            metrics_module.unbind(metrics_token)
+
+    def _count_call(
+        self, request: list[bytes], response: list[bytes], status: int, content_type: str
+    ) -> None:
+        method = _rpc_method(b"".join(request)) if request else UNREAD
+        outcome = _rpc_outcome(b"".join(response), status, content_type)
+        if method is None:
+            method = INVALID_CALL
+        elif method not in self.rpc_methods:
+            method = UNKNOWN_METHOD
+        self.metrics.jsonrpc_calls.labels(method, outcome).inc()
+
+
+def _route(scope: Scope) -> str:
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) and path else UNMATCHED
+
+
+def _rpc_method(body: bytes) -> str | None:
+    try:
+        call = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    method = call.get("method") if isinstance(call, dict) else None
+    return method if isinstance(method, str) else None
+
+
+def _rpc_outcome(body: bytes, status: int, content_type: str) -> str:
+    media_type = content_type.split(";")[0].strip().lower()
+    if media_type == "text/event-stream":
+        return "ok"
+    if media_type == "application/json":
+        if _ERROR_MARK not in body:  # most answers: no need to parse them again
+            return "ok" if status < 400 else f"http_{status}"
+        try:
+            answer = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return f"http_{status}"
+        error = answer.get("error") if isinstance(answer, dict) else None
+        if isinstance(error, dict) and isinstance(error.get("code"), int):
+            return str(error["code"])
+        return "ok" if status < 400 else f"http_{status}"
+    return f"http_{status}"

@@ -1,0 +1,109 @@
+"""Real credentials for the security tests: API keys in the database, signed JWTs, a JWKS."""
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import asyncpg
+import jwt
+import uvicorn
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from agentic_rag.security.api_keys import ApiKeyStore
+from agentic_rag.storage.postgres import connect
+from tests.live import free_port
+
+ISSUER = "https://issuer.test"
+AUDIENCE = "agentic-rag-tests"
+SECRET = "a-test-secret-that-is-long-enough-for-hs256"
+
+
+def create_key(database_url: str, tenant: str, scopes: list[str], **options: Any) -> str:
+    """Create an API key in the server's database, as `agentic-rag keys create` does."""
+
+    async def create() -> str:
+        pool: asyncpg.Pool = await connect(database_url, size=1)
+        try:
+            key, _ = await ApiKeyStore(pool).create(tenant, scopes, **options)
+            return key
+        finally:
+            await pool.close()
+
+    return asyncio.run(create())
+
+
+def revoke_key(database_url: str, key: str) -> None:
+    async def revoke() -> None:
+        pool: asyncpg.Pool = await connect(database_url, size=1)
+        try:
+            await ApiKeyStore(pool).revoke(key.split("_")[1])
+        finally:
+            await pool.close()
+
+    asyncio.run(revoke())
+
+
+def hs256(claims: dict[str, Any], secret: str = SECRET, **header: Any) -> str:
+    return jwt.encode(claims, secret, algorithm="HS256", headers=header or None)
+
+
+def claims(**overrides: Any) -> dict[str, Any]:
+    now = int(time.time())
+    base = {
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "iat": now,
+        "exp": now + 300,
+        "sub": "alice",
+        "tenant": "acme",
+        "scope": "read write",
+    }
+    base.update(overrides)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+class RSAIssuer:
+    """An identity provider: an RSA key whose public half is served as a JWKS."""
+
+    def __init__(self) -> None:
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.kid = "test-key-1"
+        self.public_pem = self.key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+
+    def jwks(self) -> dict[str, Any]:
+        jwk = jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
+        return {"keys": [{**jwk, "kid": self.kid, "alg": "RS256", "use": "sig"}]}
+
+    def sign(self, body: dict[str, Any], kid: str | None = None) -> str:
+        return jwt.encode(body, self.key, algorithm="RS256", headers={"kid": kid or self.kid})
+
+    @contextmanager
+    def serve(self) -> Iterator[str]:
+        """Serve the JWKS on 127.0.0.1; yield its URL."""
+        port = free_port()
+
+        async def jwks(_: Any) -> JSONResponse:
+            return JSONResponse(self.jwks())
+
+        app = Starlette(routes=[Route("/jwks.json", jwks)])
+        server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+        )
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            time.sleep(0.01)
+        try:
+            yield f"http://127.0.0.1:{port}/jwks.json"
+        finally:
+            server.should_exit = True
+            thread.join(timeout=10)
