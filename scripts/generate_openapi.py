@@ -1,4 +1,4 @@
-"""Generate `spec/openapi.json`, the OpenAPI 3.1 description of the HTTP surface, from the A2A schemas.
+"""Generate `spec/openapi.json`, the OpenAPI 3.1 document of the HTTP surface, from the A2A schemas.
 
     .venv/bin/python scripts/generate_openapi.py           # write spec/openapi.json
     .venv/bin/python scripts/generate_openapi.py --check   # exit 1 if it drifted
@@ -175,7 +175,10 @@ def _own_schemas() -> dict[str, Any]:
                 "`tasks/pushNotificationConfig/list` or `/delete`. Errors are answered with HTTP "
                 "200 and the request's id (null if it cannot be read)."
             ),
-            "anyOf": [ref("JSONRPCResponse"), *(ref(V030_PREFIX + n) for n in V030_EXTRA_RESPONSES)],
+            "anyOf": [
+                ref("JSONRPCResponse"),
+                *(ref(V030_PREFIX + n) for n in V030_EXTRA_RESPONSES),
+            ],
         },
         "StreamEvent": {
             "description": (

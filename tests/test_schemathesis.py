@@ -97,7 +97,10 @@ SUCCESS = {
         V030, "DeleteTaskPushNotificationConfigSuccessResponse"
     ),
 }
-IN_V021 = set(SUCCESS) - {"tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete"}
+IN_V021 = set(SUCCESS) - {
+    "tasks/pushNotificationConfig/list",
+    "tasks/pushNotificationConfig/delete",
+}
 STREAMING = {"message/stream", "tasks/resubscribe"}
 INTERNAL_ERROR = -32603  # an unexpected failure: a bug, like an HTTP 5xx
 

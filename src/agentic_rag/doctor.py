@@ -106,7 +106,7 @@ async def check_config(ctx: Context) -> list[Result]:
             "config",
             "ok",
             f"settings load: bind {settings.host}:{settings.port}, database {database}, "
-            f"logs {settings.log_format or 'text on a terminal, else json'}, {settings.log_level}",
+            f"log format {settings.log_format or 'auto'}, level {settings.log_level}",
         )
     ]
 

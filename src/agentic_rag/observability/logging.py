@@ -19,6 +19,7 @@ import uuid
 from contextvars import ContextVar
 from typing import Any, Literal, TextIO
 
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 type LogFormat = Literal["json", "text"]
@@ -139,13 +140,20 @@ class TextFormatter(logging.Formatter):
         return super().format(record)
 
 
+class _JsonFormatter(JsonFormatter):
+    def process_log_record(self, log_data: dict[str, Any]) -> dict[str, Any]:
+        return {"time": log_data.pop("time", None), **log_data}  # time first, for people
+
+
 def json_formatter() -> JsonFormatter:
     """`{"time", "level", "logger", "message", "request_id", ...extra fields}` per line."""
-    return JsonFormatter(
+    return _JsonFormatter(
         ["levelname", "name", "message", "request_id"],
         rename_fields={"levelname": "level", "name": "logger"},
         timestamp="time",
         rename_fields_keep_missing=True,
+        # uvicorn's copy of the message with terminal colour codes
+        reserved_attrs=[*RESERVED_ATTRS, "color_message"],
     )
 
 
