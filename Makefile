@@ -15,7 +15,12 @@ run: install
 
 test: install lint typecheck unit conformance
 
-install: .venv/.synced
+install: .venv/.synced node_modules/.installed
+
+# Node tools the tests drive (the MCP Inspector CLI), pinned by package-lock.json.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
 
 $(UV):
 	@test -n "$(PYTHON)" || { echo "Python 3.12 not found: install it, or pass PYTHON=/path/to/python3.12"; exit 1; }

@@ -10,10 +10,12 @@ waits until its Agent Card answers, and stops it at the end (SIGTERM, then SIGKI
 """
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -40,16 +42,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.fixture(scope="session")
-def sut_url(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
+def sut_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """The base URL of the server under test."""
     url = request.config.getoption("--sut-url") or os.environ.get("A2A_SUT_URL")
     if url:
         yield url.rstrip("/")
         return
-    with _started_sut(tmp_path_factory.mktemp("sut")) as started:
-        yield started
+    # Not under pytest's basetemp: the embedded PostgreSQL runs as another user and needs the
+    # parent folders traversable, which every pytest session starting meanwhile undoes (it
+    # resets /tmp/pytest-of-<user> to 0700).
+    workdir = Path(tempfile.mkdtemp(prefix="a2a-conformance-"))
+    try:
+        with _started_sut(workdir) as started:
+            yield started
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _free_port() -> int:

@@ -17,6 +17,7 @@ from typing import Final
 
 import orjson
 from starlette.datastructures import Headers, MutableHeaders
+from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentic_rag.observability import metrics as metrics_module
@@ -57,6 +58,7 @@ class ObservabilityMiddleware:
         rid_token = REQUEST_ID.set(request_id)
         metrics_token = metrics_module.bind(self.metrics)
         started = time.perf_counter()
+        route = _route(scope)  # before routing changes the scope, and even if it never runs
         method: str = scope["method"] if scope["method"] in _HTTP_METHODS else "OTHER"
         rpc = method == "POST" and scope["path"] == self.rpc_path
         request_body: list[bytes] = []
@@ -75,9 +77,7 @@ class ObservabilityMiddleware:
                 response_headers[REQUEST_ID_HEADER] = request_id
                 response["status"] = message["status"]
                 response["type"] = response_headers.get("content-type", "")
-                self.metrics.http_requests.labels(
-                    _route(scope), method, str(message["status"])
-                ).inc()
+                self.metrics.http_requests.labels(route, method, str(message["status"])).inc()
             elif message["type"] == "http.response.body" and rpc:
                 response_body.append(message.get("body", b""))
             await send(message)
@@ -86,16 +86,14 @@ class ObservabilityMiddleware:
             await self.app(scope, receive_and_keep if rpc else receive, send_and_count)
         except BaseException:
             if "status" not in response:
-                self.metrics.http_requests.labels(_route(scope), method, "500").inc()
+                self.metrics.http_requests.labels(route, method, "500").inc()
                 response["status"], response["type"] = 500, ""
             # The request id stays set: the server logs this exception next, in this context.
             raise
         else:
             REQUEST_ID.reset(rid_token)
         finally:
-            self.metrics.http_duration.labels(_route(scope), method).observe(
-                time.perf_counter() - started
-            )
+            self.metrics.http_duration.labels(route, method).observe(time.perf_counter() - started)
             if rpc:
                 status = response.get("status")
                 self._count_call(
@@ -119,9 +117,30 @@ class ObservabilityMiddleware:
 
 
 def _route(scope: Scope) -> str:
-    route = scope.get("route")
+    """The template of the route the request is for (also when a middleware answers it)."""
+    app = scope.get("app")
+    routes = getattr(getattr(app, "router", None), "routes", None)
+    return (_template(routes, scope) if routes else None) or UNMATCHED
+
+
+def _template(routes: list[BaseRoute], scope: Scope) -> str | None:
+    """Like Starlette's router: the first full match, else the first partial one (405)."""
+    partial: tuple[BaseRoute, Scope] | None = None
+    for route in routes:
+        match, child = route.matches(scope)
+        if match is Match.FULL:
+            return _path(route, {**scope, **child})
+        if match is Match.PARTIAL and partial is None:
+            partial = (route, {**scope, **child})
+    return _path(*partial) if partial is not None else None
+
+
+def _path(route: BaseRoute, scope: Scope) -> str | None:
+    if isinstance(route, Mount):
+        inner = _template(route.routes, scope)
+        return route.path + inner if inner else None
     path = getattr(route, "path", None)
-    return path if isinstance(path, str) and path else UNMATCHED
+    return path if isinstance(path, str) else None
 
 
 def _rpc_method(body: bytes) -> str | None:
