@@ -284,7 +284,7 @@ messages = schemathesis.openapi.from_dict(
                 "fuzzing": {"enabled": True},
                 "stateful": {"enabled": False},
             },
-            "generation": {"mode": "positive"},
+            "generation": {"mode": "positive", "allow-x00": False},
         }
     ),
 )

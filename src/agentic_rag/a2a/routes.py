@@ -68,6 +68,8 @@ def _dump(model: BaseModel) -> str:
 def _validate[M: BaseModel](model: type[M], params: Any) -> M:
     if not isinstance(params, dict):
         raise InvalidParamsError("params must be an object")
+    if jsonrpc.contains_nul(params):  # PostgreSQL text and jsonb cannot store U+0000
+        raise InvalidParamsError("params must not contain the character U+0000 (NUL)")
     try:
         return model.model_validate(params)
     except ValidationError as exc:
@@ -261,11 +263,13 @@ class A2AEndpoints:
         last_event_id = request.headers.get("last-event-id")
         after: int | None = None
         if last_event_id is not None:
-            if not last_event_id.strip().isdigit():
+            number = last_event_id.strip()
+            # ASCII digits only ("²".isdigit() is true), and within the bigint of task_events.seq
+            if not (number.isascii() and number.isdigit() and int(number) < 2**63):
                 raise InvalidParamsError(
                     f"Last-Event-ID must be an event number, not {last_event_id!r}"
                 )
-            after = int(last_event_id)
+            after = int(number)
         events = self._engine.service.follow(tenant_of(request), ids.id, after)
         return self._sse(_logged_events(rid, events))
 
