@@ -1,0 +1,18 @@
+# agentic-rag: the service on its embedded PostgreSQL, or on DATABASE_URL when set.
+FROM python:3.12-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 UV_PYTHON_DOWNLOADS=never \
+    UV_PROJECT_ENVIRONMENT=/app/.venv GRAPHITI_TELEMETRY_ENABLED=false
+RUN pip install --no-cache-dir uv==0.13.9 && useradd --create-home --uid 10001 agent
+
+WORKDIR /app
+COPY pyproject.toml uv.lock README.md ./
+COPY src ./src
+RUN uv sync --frozen --no-dev && chown -R agent /app
+
+# Not root: the embedded PostgreSQL then runs as this user too.
+USER agent
+VOLUME /data
+EXPOSE 8000
+# A container listens on all interfaces, so credentials are required (an API key or JWT).
+CMD ["/app/.venv/bin/agentic-rag", "serve", "--host", "0.0.0.0", "--port", "8000", "--data-dir", "/data"]
