@@ -59,6 +59,7 @@ def test_a_restart_loses_nothing(database_url: str, data_dir: Path) -> None:
 
 
 def _start_sut(port: int, data_dir: Path) -> subprocess.Popen[bytes]:
+    log = (data_dir / f"run-sut-{time.monotonic_ns()}.log").open("wb")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -69,18 +70,19 @@ def _start_sut(port: int, data_dir: Path) -> subprocess.Popen[bytes]:
             str(data_dir),
         ],
         cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         try:
             httpx.get(f"http://127.0.0.1:{port}/.well-known/agent.json", timeout=1)
             return process
         except httpx.TransportError:
+            assert process.poll() is None, Path(log.name).read_text()
             time.sleep(0.1)
     process.kill()
-    raise RuntimeError("run-sut did not start")
+    raise RuntimeError(f"run-sut did not start:\n{Path(log.name).read_text()}")
 
 
 def test_a_task_running_when_the_process_dies_is_failed_with_a_reason(tmp_path: Path) -> None:

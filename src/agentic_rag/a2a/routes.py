@@ -226,7 +226,9 @@ class A2AEndpoints:
         send = _validate(SendParams, params)
         config = send.configuration
         blocking = config is None or config.blocking is not False
-        outcome = await self._engine.service.send(tenant_of(request), send, follow=blocking)
+        outcome = await self._engine.service.send(
+            tenant_of(request), send, reply="final" if blocking else "created"
+        )
         if isinstance(outcome, Message):
             return self._result(rid, _dump(outcome))
         if outcome.events is not None:
@@ -244,7 +246,7 @@ class A2AEndpoints:
 
     async def _stream(self, request: Request, rid: RequestId, params: Any) -> Response:
         send = _validate(SendParams, params)
-        outcome = await self._engine.service.send(tenant_of(request), send, follow=True)
+        outcome = await self._engine.service.send(tenant_of(request), send, reply="stream")
         return self._sse(_accepted_events(rid, outcome))
 
     async def _get(self, request: Request, rid: RequestId, params: Any) -> Response:

@@ -43,6 +43,22 @@ class TaskWrite:
     events: list[Event]
 
 
+_WRITE = """
+WITH new_contexts AS (
+    INSERT INTO contexts (tenant, id)
+    SELECT * FROM unnest($1::text[], $2::text[])
+    ON CONFLICT DO NOTHING
+), new_events AS (
+    INSERT INTO task_events (tenant, task_id, seq, kind, final, event)
+    SELECT * FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::bool[], $8::jsonb[])
+)
+INSERT INTO tasks (tenant, id, context_id, state, last_seq, task)
+SELECT * FROM unnest($9::text[], $10::text[], $11::text[], $12::text[], $13::bigint[], $14::jsonb[])
+ON CONFLICT (tenant, id) DO UPDATE
+SET state = excluded.state, last_seq = excluded.last_seq, task = excluded.task, updated_at = now()
+"""
+
+
 class TaskStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
@@ -56,43 +72,35 @@ class TaskStore:
         return StoredTask(Task.model_validate_json(row["task"]), row["last_seq"])
 
     async def write(self, writes: Sequence[TaskWrite]) -> None:
-        """Append the events and upsert the snapshots of several tasks in one transaction."""
+        """Append the events and upsert the snapshots of several tasks, atomically.
+
+        One statement, so one round trip however many tasks the journal batched.
+        """
         latest: dict[tuple[str, str], TaskWrite] = {}
         for w in writes:
-            latest[(w.tenant, w.task.id)] = w
-        events = [
-            (w.tenant, w.task.id, e.seq, e.kind, e.final, e.json) for w in writes for e in w.events
-        ]
-        snapshots = [
-            (
-                w.tenant,
-                w.task.id,
-                w.task.context_id,
-                w.task.status.state.value,
-                w.last_seq,
-                w.task.model_dump_json(by_alias=True, exclude_none=True),
-            )
-            for w in latest.values()
-        ]
-        contexts = {(w.tenant, w.task.context_id) for w in writes if w.events[0].seq == 1}
-        async with self._pool.acquire() as conn, conn.transaction():
-            if contexts:
-                await conn.executemany(
-                    "INSERT INTO contexts (tenant, id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                    sorted(contexts),
-                )
-            await conn.executemany(
-                "INSERT INTO task_events (tenant, task_id, seq, kind, final, event)"
-                " VALUES ($1, $2, $3, $4, $5, $6)",
-                events,
-            )
-            await conn.executemany(
-                "INSERT INTO tasks (tenant, id, context_id, state, last_seq, task)"
-                " VALUES ($1, $2, $3, $4, $5, $6)"
-                " ON CONFLICT (tenant, id) DO UPDATE SET state = excluded.state,"
-                " last_seq = excluded.last_seq, task = excluded.task, updated_at = now()",
-                snapshots,
-            )
+            latest[(w.tenant, w.task.id)] = w  # a row may be upserted once per statement
+        new_contexts = sorted(
+            {(w.tenant, w.task.context_id) for w in writes if w.events[0].seq == 1}
+        )
+        events = [(w.tenant, w.task.id, e) for w in writes for e in w.events]
+        snapshots = list(latest.values())
+        await self._pool.execute(
+            _WRITE,
+            [t for t, _ in new_contexts],
+            [c for _, c in new_contexts],
+            [t for t, _, _ in events],
+            [i for _, i, _ in events],
+            [e.seq for _, _, e in events],
+            [e.kind for _, _, e in events],
+            [e.final for _, _, e in events],
+            [e.json for _, _, e in events],
+            [w.tenant for w in snapshots],
+            [w.task.id for w in snapshots],
+            [w.task.context_id for w in snapshots],
+            [w.task.status.state.value for w in snapshots],
+            [w.last_seq for w in snapshots],
+            [w.task.model_dump_json(by_alias=True, exclude_none=True) for w in snapshots],
+        )
 
     async def events_after(self, tenant: str, task_id: str, seq: int) -> list[Event]:
         rows = await self._pool.fetch(

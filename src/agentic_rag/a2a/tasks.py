@@ -11,6 +11,7 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Literal
 
 from agentic_rag.a2a import states
 from agentic_rag.a2a.compat import PushConfig, SendParams
@@ -77,6 +78,9 @@ class Accepted:
     @property
     def settled(self) -> bool:
         return states.is_final(self.snapshot.status.state)
+
+
+Reply = Literal["final", "created", "stream"]
 
 
 @dataclass(frozen=True)
@@ -168,10 +172,12 @@ class TaskService:
 
     # -- message/send and message/stream ---------------------------------------------------
 
-    async def send(self, tenant: str, params: SendParams, *, follow: bool) -> Accepted | Message:
+    async def send(self, tenant: str, params: SendParams, *, reply: Reply) -> Accepted | Message:
         """Create or continue the task `params.message` is for.
 
-        With `follow`, the result subscribes to the task's events before any is produced.
+        `reply` says what the caller will be shown: the task as it ends ("final", a blocking
+        send), as created ("created"), or both and all between ("stream"). For "final" and
+        "stream" the result subscribes to the task's events before any is produced.
         Returns an agent `Message` instead when the message is for a final task (§12.4).
         """
         message, config = params.message, params.configuration
@@ -186,15 +192,15 @@ class TaskService:
                 f"none is in acceptedOutputModes {config.accepted_output_modes}"
             )
         if message.task_id is None:
-            return await self._create(tenant, uuid.uuid4().hex, message, push_config, follow)
+            return await self._create(tenant, uuid.uuid4().hex, message, push_config, reply)
         async with self._lock(tenant, message.task_id):
             existing = await self._load(tenant, message.task_id)
             if existing is None:  # a client-chosen id (§12.3)
-                return await self._create(tenant, message.task_id, message, push_config, follow)
-            return await self._continue(existing, message, push_config, follow)
+                return await self._create(tenant, message.task_id, message, push_config, reply)
+            return await self._continue(existing, message, push_config, reply)
 
     async def _create(
-        self, tenant: str, task_id: str, message: Message, push: PushConfig | None, follow: bool
+        self, tenant: str, task_id: str, message: Message, push: PushConfig | None, reply: Reply
     ) -> Accepted:
         context_id = message.context_id or uuid.uuid4().hex
         message = message.model_copy(update={"task_id": task_id, "context_id": context_id})
@@ -210,14 +216,17 @@ class TaskService:
         durable = self.emit(active, task)
         if push is not None:
             await self._save_push_config(tenant, task_id, push)
-        events = self.bus.subscribe(tenant, task_id) if follow else None
+        events = self.bus.subscribe(tenant, task_id) if reply != "created" else None
         self.active[active.key] = active
-        await durable
+        if reply != "final":
+            # The caller sees the task as created, so that must be durable first; a blocking
+            # caller only sees the end, which the journal commits after the creation anyway.
+            await durable
         await self.queue.put(Job(tenant, task_id))
         return Accepted(active, task, active.last_seq, events)
 
     async def _continue(
-        self, active: ActiveTask, message: Message, push: PushConfig | None, follow: bool
+        self, active: ActiveTask, message: Message, push: PushConfig | None, reply: Reply
     ) -> Accepted | Message:
         task = active.task
         if message.context_id is not None and message.context_id != task.context_id:
@@ -227,7 +236,8 @@ class TaskService:
         if any(m.message_id == message.message_id for m in task.history or []):
             # A retry of a message the task already has: answer with the task as it is.
             settled = states.is_final(task.status.state)
-            events = self.bus.subscribe(active.tenant, task.id) if follow and not settled else None
+            follow = reply != "created" and not settled
+            events = self.bus.subscribe(active.tenant, task.id) if follow else None
             return Accepted(active, task, active.last_seq, events)
         state = task.status.state
         if state in states.TERMINAL:
@@ -245,11 +255,12 @@ class TaskService:
         resolve(self.registry, [*(task.history or []), message]).check()
         if push is not None:
             await self._save_push_config(active.tenant, task.id, push)
-        events = self.bus.subscribe(active.tenant, task.id) if follow else None
+        events = self.bus.subscribe(active.tenant, task.id) if reply != "created" else None
         durable = self.emit(active, message)
         active.done = asyncio.Event()
         self.active[active.key] = active
-        await durable
+        if reply != "final":  # as in _create: a blocking caller sees only the durable end
+            await durable
         await self.queue.put(Job(active.tenant, task.id))
         return Accepted(active, active.task, active.last_seq, events)
 

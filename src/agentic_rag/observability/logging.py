@@ -121,8 +121,12 @@ class RedactFilter(logging.Filter):
         cleaned = redact(message)
         if cleaned != message:
             record.msg, record.args = cleaned, None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_info:
+            # Formatters print `exc_text` when set; without `exc_info` they cannot redo it.
+            record.exc_text = record.exc_text or logging.Formatter().formatException(
+                record.exc_info
+            )
+            record.exc_info = None
         if record.exc_text:
             record.exc_text = redact(record.exc_text)
         return True

@@ -107,13 +107,15 @@ class ObservabilityMiddleware:
     def _count_call(
         self, request: list[bytes], response: list[bytes], status: int, content_type: str
     ) -> None:
-        method = _rpc_method(b"".join(request)) if request else UNREAD
         outcome = _rpc_outcome(b"".join(response), status, content_type)
-        if method is None:
-            method = INVALID_CALL
-        elif method not in self.rpc_methods:
-            method = UNKNOWN_METHOD
-        self.metrics.jsonrpc_calls.labels(method, outcome).inc()
+        method = _rpc_method(b"".join(request)) if request else None
+        if not request:
+            label = UNREAD
+        elif method is None:
+            label = INVALID_CALL
+        else:
+            label = method if method in self.rpc_methods else UNKNOWN_METHOD
+        self.metrics.jsonrpc_calls.labels(label, outcome).inc()
 
 
 def _route(scope: Scope) -> str:

@@ -23,4 +23,3 @@ def start_embedded_postgres(data_dir: Path, *, delete_at_exit: bool = False) -> 
     dsn: str = server.get_uri()
     log.info("embedded PostgreSQL running in %s", pgdata)
     return dsn
-
