@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import psutil  # type: ignore[import-untyped]
 from procs import Server
 
 LUA_SEND = Path(__file__).resolve().parent / "lua" / "send.lua"
@@ -51,6 +52,7 @@ class WrkResult:
     server_cpu_pct: float
     tree_cpu_pct: float
     loadgen_cpu_pct: float
+    other_cpu_pct: float  # the rest of the machine (other users of the shared cores)
 
     @property
     def error_count(self) -> int:
@@ -58,6 +60,39 @@ class WrkResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _machine_busy() -> float:
+    times = psutil.cpu_times()
+    return float(sum(times) - times.idle - getattr(times, "iowait", 0.0))
+
+
+class QuietGate:
+    """Before a measurement, wait (within a budget) until the rest of the machine is quiet.
+
+    The cores are shared with other users; a measurement that starts during someone else's burst
+    is needlessly noisy. Waiting costs nothing on a quiet machine (one short sample).
+    """
+
+    def __init__(self, threshold_pct: float, budget_s: float, window_s: float = 0.5) -> None:
+        self.threshold_pct, self.budget_s, self.window_s = threshold_pct, budget_s, window_s
+        self.waited_s = 0.0
+
+    def wait(self, max_s: float = 15.0) -> float:
+        """Wait until busy < threshold or the time runs out; returns the last busy % seen."""
+        started = time.monotonic()
+        while True:
+            before = _machine_busy()
+            time.sleep(self.window_s)
+            busy = 100 * (_machine_busy() - before) / self.window_s
+            spent = time.monotonic() - started
+            if (
+                busy < self.threshold_pct
+                or spent >= max_s
+                or self.waited_s + spent >= self.budget_s
+            ):
+                self.waited_s += spent
+                return busy
 
 
 def _children_cpu() -> float:
@@ -92,6 +127,7 @@ def run_wrk(
     ]
     cpu_before = server.cpu_snapshot()
     children_before = _children_cpu()
+    busy_before = _machine_busy()
     started = time.monotonic()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -106,6 +142,7 @@ def run_wrk(
     wall = max(time.monotonic() - started, 1e-9)
     loadgen_cpu = 100 * (_children_cpu() - children_before) / wall
     server_cpu, tree_cpu = server.cpu_since(cpu_before)
+    machine_cpu = 100 * (_machine_busy() - busy_before) / wall
     if summary is None:
         raise RuntimeError(f"wrk gave no summary (exit {proc.returncode}): {stderr.strip()}")
     duration = summary["duration_us"] / 1e6
@@ -124,6 +161,7 @@ def run_wrk(
         server_cpu_pct=server_cpu,
         tree_cpu_pct=tree_cpu,
         loadgen_cpu_pct=loadgen_cpu,
+        other_cpu_pct=max(machine_cpu - tree_cpu - loadgen_cpu, 0.0),
     )
 
 

@@ -110,6 +110,7 @@ class Server:
     def _wait_ready(self, deadline: float) -> None:
         assert self.process is not None
         last_error = "no answer"
+        answered_at: float | None = None
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(
@@ -125,6 +126,10 @@ class Server:
             if status == 200 and b'"completed"' in body:
                 return
             last_error = f"HTTP {status}: {body[:300]!r}"
+            # It answers, but wrongly: give it a little while (e.g. a pool filling), not forever.
+            answered_at = answered_at or time.monotonic()
+            if time.monotonic() - answered_at > 20:
+                break
             time.sleep(0.5)
         raise RuntimeError(f"{self.name} not ready in time ({last_error}); see {self.log_path}")
 

@@ -18,6 +18,17 @@ def _num(value: float | None, digits: int = 2) -> str:
     return f"{value:,.{digits}f}"
 
 
+def _ratio(value: float | None, base: float | None) -> str:
+    if value is None or base is None or not base or math.isnan(value) or math.isnan(base):
+        return "n/a"
+    return f"{value / base:.2f}x"
+
+
+def _pct(value: float | None) -> str:
+    text = _num(value, 0)
+    return text if text == "n/a" else f"{text}%"
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     align = ["---" if i == 0 else "---:" for i in range(len(header))]
     return [
@@ -37,21 +48,20 @@ def _throughput(results: dict[str, Any]) -> list[str]:
     for connections in ("1", "16", "64"):
         for name in results["servers"]:
             row = servers[name][connections]
-            ref_row = ref.get(connections)
-            ratio = row["rps"] / ref_row["rps"] if ref_row and ref_row["rps"] else None
-            p99_ratio = row["p99_ms"] / ref_row["p99_ms"] if ref_row and ref_row["p99_ms"] else None
+            ref_row = ref.get(connections) or {}
             rows.append(
                 [
                     LABELS[name],
                     connections,
                     _num(row["rps"], 0),
-                    f"{_num(ratio)}x" if ratio else "n/a",
+                    _ratio(row["rps"], ref_row.get("rps")),
                     _num(row["p50_ms"]),
                     _num(row["p99_ms"]),
-                    f"{_num(p99_ratio)}x" if p99_ratio else "n/a",
-                    f"{_num(row['server_cpu_pct'], 0)}%",
-                    f"{_num(row['tree_cpu_pct'], 0)}%",
-                    f"{_num(row['loadgen_cpu_pct'], 0)}%",
+                    _ratio(row["p99_ms"], ref_row.get("p99_ms")),
+                    _pct(row["server_cpu_pct"]),
+                    _pct(row["tree_cpu_pct"]),
+                    _pct(row["loadgen_cpu_pct"]),
+                    _pct(row.get("other_cpu_pct")),
                     str(row["errors"]),
                 ]
             )
@@ -63,7 +73,8 @@ def _throughput(results: dict[str, Any]) -> list[str]:
         f"Median of {plan['rounds']} round(s) of {plan['measure_s']} s after a "
         f"{plan['warmup_s']} s warm-up; the servers run side by side, interleaved. "
         "CPU is in % of one core: the server process alone, then with its children "
-        "(ours: embedded PostgreSQL); `wrk` is the load generator's own CPU.",
+        "(ours: embedded PostgreSQL); `wrk` is the load generator's own CPU; *other* is the rest "
+        "of the machine (other users of the shared cores: noise).",
         "",
         *_table(
             [
@@ -77,6 +88,7 @@ def _throughput(results: dict[str, Any]) -> list[str]:
                 "server CPU",
                 "+children CPU",
                 "wrk CPU",
+                "other CPU",
                 "errors",
             ],
             rows,
@@ -90,7 +102,9 @@ def _accumulation(results: dict[str, Any]) -> list[str]:
     if not acc:
         return []
     plan = results["plan"]
-    names = [n for n in results["servers"] if n in acc]
+    names = [n for n in results["servers"] if "checkpoints" in acc.get(n, {})]
+    if not names:
+        return []
     targets = [row["target"] for row in acc[names[0]]["checkpoints"]]
     rows = []
     for i, target in enumerate(targets):
@@ -132,7 +146,9 @@ def _streams(results: dict[str, Any]) -> list[str]:
     if not streams:
         return []
     plan = results["plan"]
-    names = [n for n in results["servers"] if n in streams]
+    names = [n for n in results["servers"] if "sequential" in streams.get(n, {})]
+    if not names:
+        return []
     seq_rows = []
     for name in names:
         s = streams[name]["sequential"]
@@ -160,7 +176,7 @@ def _streams(results: dict[str, Any]) -> list[str]:
                     _num(s["ttfe_p50_ms"], 0),
                     _num(s["ttfe_p99_ms"], 0),
                     _num(s["final_p99_ms"], 0),
-                    f"{_num(s['server_cpu_pct'], 0)}%",
+                    _pct(s["server_cpu_pct"]),
                     _num(s["rss_mib_after"], 1),
                 ]
             )
@@ -227,6 +243,82 @@ def _targets(results: dict[str, Any]) -> list[str]:
     return [f"## Targets{note}", "", *_table(["target", "measured", "result"], rows), ""]
 
 
+def _get(data: dict[str, Any], *path: str) -> Any:
+    for key in path:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def _summary(results: dict[str, Any]) -> list[str]:
+    """The headline numbers of each server side by side, with ours / reference."""
+    names = results["servers"]
+    plan = results["plan"]
+    tput = results["throughput"]["servers"]
+    acc = results["accumulation"]
+    streams = results["streams"]
+
+    def first_last(name: str, key: str) -> tuple[Any, Any]:
+        rows = _get(acc, name, "checkpoints") or []
+        return (rows[0][key], rows[-1][key]) if rows else (None, None)
+
+    metrics: list[tuple[str, Any, int, bool]] = []  # label, getter, digits, higher is better
+    for c in ("1", "16", "64"):
+        metrics.append((f"message/send req/s, concurrency {c}", ("tput", c, "rps"), 0, True))
+    for c in ("1", "16", "64"):
+        metrics.append((f"message/send p99 ms, concurrency {c}", ("tput", c, "p99_ms"), 2, False))
+    first, last = plan["checkpoints"][0], plan["checkpoints"][-1]
+    metrics += [
+        (f"p99 ms after {first:,} tasks", ("acc", "p99_ms", 0), 2, False),
+        (f"p99 ms after {last:,} tasks", ("acc", "p99_ms", 1), 2, False),
+        (f"server RSS MiB after {last:,} tasks", ("acc", "rss_mib", 1), 1, False),
+        ("stream: first event p50 ms", ("streams", "sequential", "ttfe_p50_ms"), 2, False),
+        ("stream: final event p50 ms", ("streams", "sequential", "final_p50_ms"), 2, False),
+        ("stream: final event p99 ms", ("streams", "sequential", "final_p99_ms"), 2, False),
+        (
+            f"{plan['concurrent_streams']} streams `{plan['held_task']}`: total s",
+            ("streams", "concurrent_held", "total_s"),
+            2,
+            False,
+        ),
+    ]
+
+    def value(name: str, path: tuple[Any, ...]) -> Any:
+        if path[0] == "tput":
+            return _get(tput, name, *path[1:])
+        if path[0] == "acc":
+            return first_last(name, path[1])[path[2]]
+        return _get(streams, name, *path[1:])
+
+    rows = []
+    for label, path, digits, higher_better in metrics:
+        values = {name: value(name, path) for name in names}
+        ours, ref = values.get("ours"), values.get("reference")
+        ratio = _ratio(ours, ref)
+        better = ""
+        if ratio != "n/a" and ours is not None and ref is not None and ours != ref:
+            better = " (better)" if (ours > ref) == higher_better else ""
+        rows.append([label, *(_num(values[n], digits) for n in names), ratio + better])
+    header = ["metric", *(LABELS[n] for n in names), "ours / reference"]
+    return ["## Summary", "", *_table(header, rows), ""]
+
+
+def _errors(results: dict[str, Any]) -> list[str]:
+    lines = [
+        f"- {phase}: {name}: {error}"
+        for phase, errors in (
+            ("throughput", results["throughput"].get("errors", {})),
+            (
+                "accumulation",
+                {n: a["error"] for n, a in results["accumulation"].items() if "error" in a},
+            ),
+        )
+        for name, error in errors.items()
+    ]
+    return ["## Errors", "", *lines, ""] if lines else []
+
+
 def render_markdown(results: dict[str, Any]) -> str:
     meta = results["meta"]
     ref = meta.get("reference_packages", {})
@@ -246,7 +338,9 @@ def render_markdown(results: dict[str, Any]) -> str:
         "- server start-up (throughput phase): "
         + ", ".join(f"{k} {v} s" for k, v in results["throughput"].get("startup_s", {}).items()),
         "",
+        *_errors(results),
         *_targets(results),
+        *_summary(results),
         *_throughput(results),
         *_accumulation(results),
         *_streams(results),

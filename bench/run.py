@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 import psutil  # type: ignore[import-untyped]
-from loadgen import WrkResult, concurrent_streams, run_wrk, sequential_streams
+from loadgen import QuietGate, WrkResult, concurrent_streams, run_wrk, sequential_streams
 from procs import Server, free_port
 from report import render_markdown
 
@@ -70,6 +70,8 @@ class Plan:
     sequential_streams: int
     concurrent_streams: int
     held_task: str  # run-sut's "task N D": N working updates D ms apart
+    quiet_pct: float = 50.0  # wait before a throughput measurement until the machine is this idle
+    quiet_budget_s: float = 90.0  # ... but never longer than this in all
 
     @staticmethod
     def full() -> Plan:
@@ -230,13 +232,26 @@ def make_server(name: str, tag: str) -> Server:
 
 
 @contextlib.contextmanager
-def running(servers: list[Server]) -> Iterator[list[Server]]:
+def running(
+    servers: list[Server], failures: dict[str, str] | None = None
+) -> Iterator[list[Server]]:
+    """Start the servers; yield those that came up. Without `failures`, any failure raises."""
+    started: list[Server] = []
     try:
         for server in servers:
             log(f"starting {server.name} on port {server.port}")
-            server.start()
+            try:
+                server.start()
+            except RuntimeError as exc:
+                if failures is None:
+                    raise
+                log(f"  !! {server.name} did not start: {exc}")
+                failures[server.name] = str(exc)
+                server.stop()
+                continue
+            started.append(server)
             log(f"{server.name} ready in {server.startup_s:.1f}s (pid {server.server_pid})")
-        yield servers
+        yield started
     finally:
         for server in servers:
             server.stop()
@@ -258,19 +273,29 @@ def _check(result: WrkResult, what: str) -> None:
 
 
 def phase_throughput(plan: Plan, names: list[str]) -> dict[str, Any]:
-    """message/send req/s and latency at each concurrency, servers interleaved in rounds."""
-    servers = [make_server(name, "throughput") for name in names]
-    raw: dict[str, dict[int, list[WrkResult]]] = {
-        s.name: {c: [] for c in CONCURRENCY} for s in servers
+    """message/send req/s and latency at each concurrency, servers interleaved in rounds.
+
+    Every round starts the servers fresh, so that the tasks stored in earlier rounds (in the
+    reference's memory, in ours' database) weigh on no round more than on another.
+    """
+    raw: dict[str, dict[int, list[WrkResult]]] = {n: {c: [] for c in CONCURRENCY} for n in names}
+    startup: dict[str, list[float]] = {n: [] for n in names}
+    quiet_before: dict[str, dict[int, list[float]]] = {
+        n: {c: [] for c in CONCURRENCY} for n in names
     }
-    startup: dict[str, float] = {}
-    with running(servers):
-        startup = {s.name: round(s.startup_s, 2) for s in servers}
-        for round_no in range(plan.rounds):
-            order = servers[round_no % len(servers) :] + servers[: round_no % len(servers)]
+    failures: dict[str, str] = {}
+    gate = QuietGate(threshold_pct=plan.quiet_pct, budget_s=plan.quiet_budget_s)
+    for round_no in range(plan.rounds):
+        servers = [make_server(name, f"throughput-{round_no}") for name in names]
+        with running(servers, failures) as up:
+            for server in up:
+                startup[server.name].append(round(server.startup_s, 2))
+            order = up[round_no % len(up) :] + up[: round_no % len(up)] if up else []
             for connections in CONCURRENCY:
                 for server in order:
                     run_wrk(server, connections, plan.warmup_s)
+                    busy = gate.wait()
+                    quiet_before[server.name][connections].append(round(busy, 1))
                     result = run_wrk(server, connections, plan.measure_s)
                     _check(result, f"{server.name} c={connections}")
                     raw[server.name][connections].append(result)
@@ -279,6 +304,7 @@ def phase_throughput(plan: Plan, names: list[str]) -> dict[str, Any]:
                         f"{result.rps:8.0f} req/s  p50 {result.p50_ms:7.2f} ms  "
                         f"p99 {result.p99_ms:7.2f} ms  cpu {result.server_cpu_pct:3.0f}%"
                         f"/{result.tree_cpu_pct:3.0f}%  wrk {result.loadgen_cpu_pct:3.0f}%"
+                        f"  other {result.other_cpu_pct:3.0f}%"
                     )
     summary: dict[str, Any] = {}
     for name, by_c in raw.items():
@@ -292,10 +318,18 @@ def phase_throughput(plan: Plan, names: list[str]) -> dict[str, Any]:
                 "server_cpu_pct": _median([r.server_cpu_pct for r in runs]),
                 "tree_cpu_pct": _median([r.tree_cpu_pct for r in runs]),
                 "loadgen_cpu_pct": _median([r.loadgen_cpu_pct for r in runs]),
+                "other_cpu_pct": _median([r.other_cpu_pct for r in runs]),
                 "errors": sum(r.error_count for r in runs),
                 "rounds": [r.as_dict() for r in runs],
+                "machine_busy_before_pct": quiet_before[name][connections],
             }
-    return {"startup_s": startup, "servers": summary}
+    return {
+        "startup_s": {name: _median(times) for name, times in startup.items()},
+        "startup_rounds_s": startup,
+        "quiet_wait_s": round(gate.waited_s, 1),
+        "errors": failures,
+        "servers": summary,
+    }
 
 
 def _run_async[T](factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -338,6 +372,7 @@ def phase_accumulate_and_stream(plan: Plan, name: str) -> tuple[dict[str, Any], 
                 "p99_ms": _median([p.p99_ms for p in probes]),
                 "probe_p99s_ms": [p.p99_ms for p in probes],
                 "probe_rps": _median([p.rps for p in probes]),
+                "other_cpu_pct": _median([p.other_cpu_pct for p in probes]),
                 "fill_rps": fill.rps if fill else None,
                 "errors": sum(p.error_count for p in probes) + (fill.error_count if fill else 0),
                 "rss_mib": round(rss, 1),
@@ -531,9 +566,12 @@ def main() -> int:
         results["throughput"] = phase_throughput(plan, names)
     if "accumulate" not in skip:
         for name in names:
-            results["accumulation"][name], results["streams"][name] = phase_accumulate_and_stream(
-                plan, name
-            )
+            try:
+                acc, streams = phase_accumulate_and_stream(plan, name)
+            except RuntimeError as exc:
+                log(f"  !! {name}: {exc}")
+                acc, streams = {"error": str(exc)}, {"error": str(exc)}
+            results["accumulation"][name], results["streams"][name] = acc, streams
     results["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     results["meta"]["duration_s"] = round(time.monotonic() - started, 1)
     results["targets"] = compute_targets(results, plan)

@@ -56,6 +56,7 @@ def sut_url(request: pytest.FixtureRequest) -> Iterator[str]:
         with _started_sut(workdir) as started:
             yield started
     finally:
+        _stop_leftover_postgres(workdir)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -120,6 +121,21 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
                 os.killpg(process.pid, signal.SIGKILL)
             process.kill()
             process.wait()
+
+
+def _stop_leftover_postgres(workdir: Path) -> None:
+    """Stop an embedded PostgreSQL that run-sut left running in `workdir`, by its pid file.
+
+    A safety net only: run-sut should stop it itself when it exits.
+    """
+    for pid_file in workdir.glob("**/postmaster.pid"):
+        with suppress(OSError, ValueError, IndexError):
+            pid = int(pid_file.read_text().splitlines()[0])
+            os.kill(pid, signal.SIGINT)  # PostgreSQL's fast shutdown
+            deadline = time.monotonic() + STOP_TIMEOUT
+            while time.monotonic() < deadline:
+                os.kill(pid, 0)  # raises ProcessLookupError once it is gone
+                time.sleep(0.1)
 
 
 def _tail(path: Path, lines: int = 60) -> str:

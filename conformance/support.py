@@ -313,7 +313,14 @@ class Rpc:
     def post_raw(
         self, content: bytes | str, *, content_type: str = "application/json"
     ) -> httpx.Response:
-        return self.http.post(self.url, content=content, headers={"content-type": content_type})
+        try:
+            return self.http.post(self.url, content=content, headers={"content-type": content_type})
+        except httpx.TimeoutException as exc:
+            sent = content if isinstance(content, str) else content.decode(errors="replace")
+            raise AssertionError(
+                f"no answer within the client's timeout ({exc.__class__.__name__})\n"
+                f"--> POST {self.url}\n{sent[:1500]}"
+            ) from exc
 
     def post_json(self, payload: Any) -> httpx.Response:
         return self.post_raw(json.dumps(payload))

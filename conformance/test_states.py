@@ -64,6 +64,18 @@ def test_cancel_of_a_running_task_returns_it_canceled(rpc: Rpc) -> None:
     assert state(canceled) == "canceled"
 
 
+def test_cancel_right_after_a_non_blocking_send_always_cancels(rpc: Rpc) -> None:
+    """§2, §4: `submitted` is not final, so a cancel arriving before the task has started
+    cancels it, promptly. Repeated, because it is a race with the start of the task."""
+    for attempt in range(100):
+        task = rpc.send_task("task 50 100", blocking=False)
+        started = time.monotonic()
+        canceled = rpc.cancel(task["id"])
+        took = time.monotonic() - started
+        assert state(canceled) == "canceled", f"attempt {attempt}: {state(canceled)}"
+        assert took < 5.0, f"attempt {attempt}: cancel took {took:.1f}s"
+
+
 def test_a_canceled_task_stays_canceled(rpc: Rpc) -> None:
     """§4: `canceled` is terminal: the skill makes no further progress (state, artifacts)."""
     task = rpc.send_task("task 50 100", blocking=False)

@@ -3,8 +3,8 @@
     .venv/bin/python scripts/generate_openapi.py           # write spec/openapi.json
     .venv/bin/python scripts/generate_openapi.py --check   # exit 1 if it drifted
 
-The paths and a few small schemas (JWKS, SSE event, HTTP error body) are written here by hand;
-every A2A type is copied from the official JSON schemas in `spec/`:
+The paths, the security schemes and a few small schemas (JWKS, SSE event, error bodies) are
+written here by hand; every A2A type is copied from the official JSON schemas in `spec/`:
 
 - all definitions of `a2a-v0.2.1.schema.json`, under their own names;
 - the 0.2.5/0.3.0 extras the server also accepts (A2A-NOTES §9, §12.9, §12.10) and the 0.3.0
@@ -206,6 +206,23 @@ def _own_schemas() -> dict[str, Any]:
         "UnsupportedContentType": _json_rpc_error_body(
             -32600, "The request's Content-Type is not application/json."
         ),
+        "AuthenticationRequired": _json_rpc_error_body(
+            -32010, "A credential is required, and none or an invalid one was sent."
+        ),
+        "RateLimited": _json_rpc_error_body(-32012, "Too many requests; see Retry-After."),
+        "Forbidden": {
+            "description": "The credential is valid but lacks the scope the method needs.",
+            "allOf": [
+                ref("JSONRPCErrorResponse"),
+                {
+                    "type": "object",
+                    "required": ["id"],
+                    "properties": {
+                        "error": {"type": "object", "properties": {"code": {"const": -32011}}}
+                    },
+                },
+            ],
+        },
         "HTTPError": {
             "description": "The body of an HTTP error outside JSON-RPC: a JSON-RPC error object.",
             "type": "object",
@@ -235,6 +252,49 @@ def _own_schemas() -> dict[str, Any]:
             "properties": {"keys": {"type": "array", "items": ref("JWK")}},
         },
     }
+
+
+# Credentials (docs/security.md): none are needed in open local mode, before the first API key
+# exists and with JWT off; after that every route but the public documents needs one.
+SECURITY: list[dict[str, list[str]]] = [{}, {"apiKey": []}, {"bearer": []}]
+SECURITY_SCHEMES = {
+    "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+    "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT or API key"},
+}
+
+
+def _refusal(
+    name: str, description: str, header: str | None = None, header_description: str = ""
+) -> dict[str, Any]:
+    response = _json(name, description)
+    if header is not None:
+        response["headers"] = {
+            header: {"description": header_description, "schema": {"type": "string"}}
+        }
+    return response
+
+
+def _auth_responses(*, rpc: bool) -> dict[str, Any]:
+    responses = {
+        "401": _refusal(
+            "AuthenticationRequired",
+            "No credential, or an invalid one (error -32010).",
+            "WWW-Authenticate",
+            "A Bearer challenge naming the protected-resource metadata.",
+        ),
+        "429": _refusal(
+            "RateLimited",
+            "Too many failed attempts from this address, or calls with this credential "
+            "(error -32012).",
+            "Retry-After",
+            "Seconds to wait.",
+        ),
+    }
+    if rpc:
+        responses["403"] = _json(
+            "Forbidden", "The credential lacks the scope the method needs (error -32011)."
+        )
+    return responses
 
 
 def _json(schema_name: str, description: str) -> dict[str, Any]:
@@ -285,7 +345,9 @@ def _paths() -> dict[str, Any]:
                     },
                     "413": _json("RequestTooLarge", "The body is larger than the server accepts."),
                     "415": _json("UnsupportedContentType", "The body is not application/json."),
+                    **_auth_responses(rpc=True),
                 },
+                "security": SECURITY,
             }
         },
         "/.well-known/agent.json": {
@@ -320,7 +382,9 @@ def _paths() -> dict[str, Any]:
                 "responses": {
                     "200": _json("AgentCard", "The extended Agent Card."),
                     "404": _json("HTTPError", "No extended card is configured (error -32007)."),
+                    **_auth_responses(rpc=False),
                 },
+                "security": SECURITY,
             }
         },
     }
@@ -337,6 +401,10 @@ def generate() -> str:
     own = _own_schemas()
     assert not set(own) & set(schemas), set(own) & set(schemas)
     schemas.update(own)
+    paths = _paths()
+    for operations in paths.values():
+        for operation in operations.values():
+            operation["responses"] = dict(sorted(operation["responses"].items()))
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     document = {
         "openapi": "3.1.0",
@@ -349,8 +417,8 @@ def generate() -> str:
                 "spec/a2a-v0.2.1.schema.json and spec/a2a-v0.3.0.schema.json: do not edit."
             ),
         },
-        "paths": _paths(),
-        "components": {"schemas": schemas},
+        "paths": paths,
+        "components": {"schemas": schemas, "securitySchemes": SECURITY_SCHEMES},
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 

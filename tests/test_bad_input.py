@@ -72,15 +72,15 @@ def _sql_state(database_url: str, tasks: Tasks) -> dict[str, Any]:
                 assert time.monotonic() < deadline, "the server's tasks did not settle"
                 await asyncio.sleep(0.05)
             ids = [tasks.done, tasks.paused]
+            counts = await conn.fetchrow(
+                "SELECT (SELECT count(*) FROM tasks) AS tasks,"
+                " (SELECT count(*) FROM task_events) AS events,"
+                " (SELECT count(*) FROM contexts) AS contexts,"
+                " (SELECT count(*) FROM push_configs) AS push_configs"
+            )
+            assert counts is not None
             return {
-                "counts": dict(
-                    await conn.fetchrow(
-                        "SELECT (SELECT count(*) FROM tasks) AS tasks,"
-                        " (SELECT count(*) FROM task_events) AS events,"
-                        " (SELECT count(*) FROM contexts) AS contexts,"
-                        " (SELECT count(*) FROM push_configs) AS push_configs"
-                    )
-                ),
+                "counts": dict(counts),
                 # Any write to any task moves its last_seq or updated_at.
                 "all_tasks": await conn.fetchval(
                     "SELECT md5(string_agg(tenant || '/' || id || '/' || last_seq || '/'"
@@ -266,7 +266,8 @@ def test_a_batch_is_an_invalid_request_and_none_of_it_runs(
     reply = request("message/send", {"message": text_message("ok", taskId=tasks.paused)}, 2)
     new = request("message/send", {"message": text_message("a new task")}, 3)
     with unchanged(sut, tasks):
-        for batch in ([cancel], [reply, new], [cancel, reply, new], [], [[]], [1]):
+        batches: list[list[Any]] = [[cancel], [reply, new], [cancel, reply, new], [], [[]], [1]]
+        for batch in batches:
             message = rpc_error(post(client, orjson.dumps(batch)), INVALID_REQUEST, rid=None)
             assert "batch" in message
 

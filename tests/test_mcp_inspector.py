@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ import pytest
 
 from conformance.skills import ScriptInput
 from tests.live import LiveServer, live_server
-from tests.test_mcp_http import create_keys, new_database, watched_registry
+from tests.test_mcp_http import create_keys, new_database, own_data_dir, watched_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / ".venv" / "bin"
@@ -136,8 +136,13 @@ def test_http_with_an_api_key_header(keyed: Keyed) -> None:
 # -- stdio --------------------------------------------------------------------------------
 
 
-def test_stdio_in_process(tmp_path: Path) -> None:
-    data = tmp_path / "data"
+@pytest.fixture
+def data() -> Iterator[Path]:
+    with own_data_dir() as path:
+        yield path
+
+
+def test_stdio_in_process(data: Path) -> None:
     command = (str(BIN / "agentic-rag"), "mcp")
     listed = inspect(*command, "-e", f"AGENTIC_RAG_DATA_DIR={data}", "--method", "tools/list")
     assert listed.code == 0, listed.err

@@ -7,7 +7,7 @@ official SDK client over its stdin and stdout.
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from tests.test_mcp_http import (
     Progress,
     create_keys,
     new_database,
+    own_data_dir,
     text_of,
     until,
     watched_registry,
@@ -62,10 +63,13 @@ def base_env(**extra: str) -> dict[str, str]:
 # -- in-process -------------------------------------------------------------------------
 
 
-async def test_agentic_rag_mcp_serves_the_default_registry_from_a_data_dir(
-    tmp_path: Path,
-) -> None:
-    data = tmp_path / "data"
+@pytest.fixture
+def data() -> Iterator[Path]:
+    with own_data_dir() as path:
+        yield path
+
+
+async def test_agentic_rag_mcp_serves_the_default_registry_from_a_data_dir(data: Path) -> None:
     server = StdioServerParameters(
         command=str(BIN / "agentic-rag"),
         args=["mcp", "--data-dir", str(data)],

@@ -12,7 +12,7 @@ over HTTP to the session's server (`sut`, the conformance skills). For every ans
   success response (0.3.0's for the methods 0.2.1 lacks);
 - an event stream answers a streaming method only, and each event is such a response.
 
-The run is bounded (see `settings` below) to well under two minutes on two cores.
+The run is bounded (see `bounded` below) to well under two minutes on two cores.
 """
 
 import copy
@@ -228,7 +228,7 @@ def make_harmless(node: Any) -> None:
 # -- the tests -------------------------------------------------------------------------------
 
 
-def exchange(case: schemathesis.Case, sut: LiveServer) -> None:
+def exchange(case: schemathesis.Case[Any], sut: LiveServer) -> None:
     """Send `case` to the server and check the answer (see the module's docstring)."""
     make_harmless(case.body)
     response = case.call(base_url=sut.url, timeout=30)
@@ -248,18 +248,21 @@ def exchange(case: schemathesis.Case, sut: LiveServer) -> None:
     check_json_rpc(response.json(), method, expected_id)
 
 
-SETTINGS = {
-    "deadline": None,
-    "derandomize": True,  # the same cases on every run, so a failure reproduces
-    "database": None,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
-}
+def bounded(max_examples: int) -> hypothesis.settings:
+    """Hypothesis settings for a schemathesis test; `max_examples` bounds its fuzzing phase."""
+    return hypothesis.settings(
+        max_examples=max_examples,
+        deadline=None,
+        derandomize=True,  # the same cases on every run, so a failure reproduces
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 @schema.parametrize()
-@hypothesis.settings(max_examples=300, **SETTINGS)  # fuzzing; the coverage phase adds ~1100
+@bounded(300)  # the coverage phase adds about 1100 cases
 def test_the_server_conforms_to_its_openapi_document(
-    case: schemathesis.Case, sut: LiveServer
+    case: schemathesis.Case[Any], sut: LiveServer
 ) -> None:
     exchange(case, sut)
 
@@ -301,9 +304,9 @@ messages = schemathesis.openapi.from_dict(
 
 
 @messages.parametrize()
-@hypothesis.settings(max_examples=300, **SETTINGS)
+@bounded(300)
 def test_messages_run_and_answer_as_the_document_says(
-    case: schemathesis.Case, sut: LiveServer
+    case: schemathesis.Case[Any], sut: LiveServer
 ) -> None:
     exchange(case, sut)
 
@@ -332,10 +335,10 @@ def test_the_checks_above_can_fail(sut: LiveServer) -> None:
         return "".join(f"id: {n}\ndata: {json.dumps(e)}\n\n" for n, e in enumerate(events))
 
     task = {"kind": "task", "id": "t", "contextId": "c", "status": {"state": "working"}}
-    final = {"kind": "status-update", "taskId": "t", "contextId": "c", "final": True}
-    final["status"] = {"state": "completed"}
-    first, last = {"jsonrpc": "2.0", "id": "s", "result": task}, {"jsonrpc": "2.0", "id": "s"}
-    last["result"] = final
+    final: dict[str, Any] = {"kind": "status-update", "taskId": "t", "contextId": "c"}
+    final |= {"final": True, "status": {"state": "completed"}}
+    first = {"jsonrpc": "2.0", "id": "s", "result": task}
+    last = {"jsonrpc": "2.0", "id": "s", "result": final}
     failed = {"jsonrpc": "2.0", "id": "s", "error": {"code": -32001, "message": "not found"}}
     check_stream(sse(first, last), "message/stream", "s")
     check_stream(sse(failed), "tasks/resubscribe", "s")

@@ -1,5 +1,6 @@
 """Build the Starlette application from settings: routes, and the lifespan that runs the engine."""
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -28,7 +29,7 @@ from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.security.tokens import JWTVerifier
 from agentic_rag.skills import SkillRegistry
 from agentic_rag.skills.help import default_registry
-from agentic_rag.storage.embedded import start_embedded_postgres
+from agentic_rag.storage.embedded import open_embedded_postgres
 from agentic_rag.storage.postgres import connect
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,10 @@ class Engine:
     async def _start(self) -> None:
         settings = self.settings
         tokens = _jwt_verifier(settings)
-        dsn = settings.database_url or start_embedded_postgres(settings.data_dir)
+        dsn = settings.database_url
+        if dsn is None:
+            dsn, stop_postgres = open_embedded_postgres(settings.data_dir)
+            self._stack.push_async_callback(asyncio.to_thread, stop_postgres)
         self.pool = await connect(dsn, settings.database_pool_size)
         self._stack.push_async_callback(self.pool.close)
 

@@ -3,6 +3,7 @@
 import argparse
 import asyncio
 import logging
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -41,6 +42,8 @@ def _serve(args: argparse.Namespace) -> int:
         log.info("data in %s", settings.data_dir.resolve())
     else:
         log.info("database from DATABASE_URL")
+    # uvicorn re-raises SIGTERM after its graceful shutdown: exit normally instead.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     uvicorn.run(
         app,
         host=settings.host,

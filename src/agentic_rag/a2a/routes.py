@@ -4,6 +4,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from pydantic import BaseModel, ValidationError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
@@ -71,7 +72,8 @@ def _validate[M: BaseModel](model: type[M], params: Any) -> M:
     if jsonrpc.contains_nul(params):  # PostgreSQL text and jsonb cannot store U+0000
         raise InvalidParamsError("params must not contain the character U+0000 (NUL)")
     try:
-        return model.model_validate(params)
+        # Strict and in JSON mode: "2" is not an integer and "yes" not a boolean (§12.1).
+        return model.model_validate_json(orjson.dumps(params), strict=True)
     except ValidationError as exc:
         problems = [
             {"field": ".".join(str(p) for p in e["loc"]) or "params", "problem": e["msg"]}

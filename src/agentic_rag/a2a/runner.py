@@ -117,6 +117,12 @@ class Runner:
 
     async def _execute(self, active: ActiveTask) -> None:
         service = self._service
+        active.started = True
+        if active.task.status.state in states.TERMINAL:  # canceled before it could start
+            active.runner = None
+            service.active.pop(active.key, None)
+            active.done.set()
+            return
         task = active.task
         service.emit(active, states.status_event(task, TaskState.working))
         invocation = resolve(service.registry, task.history or [])

@@ -50,6 +50,9 @@ class ActiveTask:
     last_seq: int
     push: bool = True  # whether it may have push configs (False only when known to have none)
     runner: asyncio.Task[None] | None = None
+    started: bool = (
+        False  # whether the runner's coroutine has begun (it can be cancelled only then)
+    )
     cancel_requested: bool = False
     done: asyncio.Event = field(default_factory=asyncio.Event)
     written: asyncio.Future[None] | None = None  # the journal write of the latest events
@@ -280,7 +283,7 @@ class TaskService:
             state = active.task.status.state
             if state in states.TERMINAL:
                 raise TaskNotCancelableError(f"task {task_id} is already {state.value}")
-            if active.runner is not None:
+            if active.runner is not None and active.started:
                 # The runner records `canceled` when the skill stops (see Runner._execute).
                 active.cancel_requested = True
                 active.runner.cancel()

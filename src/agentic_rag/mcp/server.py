@@ -29,6 +29,7 @@ from agentic_rag.mcp.elicitation import (
     merge,
     question_for,
 )
+from agentic_rag.observability import metrics as observed
 from agentic_rag.security.auth import FORBIDDEN
 from agentic_rag.security.principal import Principal, principal_of
 from agentic_rag.skills import InputRequired, Skill, SkillError, SkillRegistry
@@ -222,7 +223,9 @@ class SkillTools:
         self, skill: Skill, gathered: Gathered, tenant: str, steps: ProgressSteps
     ) -> BaseModel:
         args = validate_arguments(skill, gathered.arguments)
-        output = await skill.handler(McpSkillContext(tenant, gathered.texts, steps), args)
+        # Counted like A2A's calls (docs/operations.md: agentic_rag_skill_calls_total).
+        with observed.skill_call(skill.name, "mcp"):
+            output = await skill.handler(McpSkillContext(tenant, gathered.texts, steps), args)
         if not isinstance(output, skill.output_model):
             raise TypeError(f"{skill.name} returned {type(output).__name__}, not its output model")
         return output

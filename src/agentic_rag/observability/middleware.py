@@ -36,7 +36,7 @@ UNREAD: Final = "<unread>"  # calls refused before their body was read (401, 429
 
 _HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
-_ERROR_MARK = b'"error":{'
+_ERROR_MARK = b'"error"'  # cheap test before parsing an answer again
 
 
 class ObservabilityMiddleware:

