@@ -1,4 +1,5 @@
-"""Fixtures: a real PostgreSQL with pgvector (embedded, started once) and a fresh database per test."""
+"""Fixtures: a real PostgreSQL with pgvector (embedded, started once), a fresh database per
+test, a session-wide server, and a real Redis."""
 
 import tempfile
 import uuid

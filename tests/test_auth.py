@@ -15,7 +15,7 @@ from agentic_rag.config import Settings
 from agentic_rag.skills import SkillContext
 from conformance.skills import conformance_registry
 from tests.live import live_server
-from tests.rpc import call, text_message
+from tests.rpc import text_message
 from tests.security_support import (
     AUDIENCE,
     ISSUER,
@@ -293,7 +293,9 @@ async def test_a_public_address_without_credentials_refuses_to_start(
     database_url: str, data_dir: Path
 ) -> None:
     settings = Settings(host="0.0.0.0", data_dir=data_dir, database_url=database_url)
-    with pytest.raises(InsecureBindError, match="refusing to serve 0.0.0.0 without credentials"):
+    with pytest.raises(
+        InsecureBindError, match=r"refusing to serve 0\.0\.0\.0 without credentials"
+    ):
         await Engine(settings, conformance_registry()).start()
     insecure = Engine(settings.model_copy(update={"insecure": True}), conformance_registry())
     await insecure.start()

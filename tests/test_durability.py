@@ -1,5 +1,6 @@
 """Tasks are durable: a restart loses nothing, and a crash never leaves a task working."""
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -22,38 +23,36 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_a_restart_loses_nothing(database_url: str, data_dir: Path) -> None:
     registry = conformance_registry()
-    with live_server(registry, database_url=database_url, data_dir=data_dir) as server:
-        with httpx.Client(base_url=server.url, timeout=30) as client:
-            done = call(client, "message/send", {"message": text_message("task 2 1")})["result"]
-            asking = call(client, "message/send", {"message": text_message("ask")})["result"]
-            hook = {"url": "https://hooks.example.com/a2a", "token": "t0k", "id": "h1"}
-            call(
-                client,
-                "tasks/pushNotificationConfig/set",
-                {"taskId": asking["id"], "pushNotificationConfig": hook},
-            )
-            live_events = list(
-                stream(client, "tasks/resubscribe", {"id": done["id"]}, {"Last-Event-ID": "0"})
-            )
+    with (
+        live_server(registry, database_url=database_url, data_dir=data_dir) as server,
+        httpx.Client(base_url=server.url, timeout=30) as client,
+    ):
+        done = call(client, "message/send", {"message": text_message("task 2 1")})["result"]
+        asking = call(client, "message/send", {"message": text_message("ask")})["result"]
+        hook = {"url": "https://hooks.example.com/a2a", "token": "t0k", "id": "h1"}
+        setting = {"taskId": asking["id"], "pushNotificationConfig": hook}
+        call(client, "tasks/pushNotificationConfig/set", setting)
+        replay_all = {"Last-Event-ID": "0"}
+        live_events = list(stream(client, "tasks/resubscribe", {"id": done["id"]}, replay_all))
     assert done["status"]["state"] == "completed"
     assert asking["status"]["state"] == "input-required"
 
-    with live_server(registry, database_url=database_url, data_dir=data_dir) as server:
-        with httpx.Client(base_url=server.url, timeout=30) as client:
-            assert call(client, "tasks/get", {"id": done["id"]})["result"] == done
-            assert call(client, "tasks/get", {"id": asking["id"]})["result"] == asking
-            configs = call(client, "tasks/pushNotificationConfig/list", {"id": asking["id"]})
-            assert [c["pushNotificationConfig"]["id"] for c in configs["result"]] == ["h1"]
-            replayed = list(
-                stream(client, "tasks/resubscribe", {"id": done["id"]}, {"Last-Event-ID": "0"})
-            )
-            assert [(e.id, e.payload["result"]) for e in replayed] == [
-                (e.id, e.payload["result"]) for e in live_events
-            ]
-            reply = text_message(
-                "after the restart", taskId=asking["id"], contextId=asking["contextId"]
-            )
-            continued = call(client, "message/send", {"message": reply})["result"]
+    with (
+        live_server(registry, database_url=database_url, data_dir=data_dir) as server,
+        httpx.Client(base_url=server.url, timeout=30) as client,
+    ):
+        assert call(client, "tasks/get", {"id": done["id"]})["result"] == done
+        assert call(client, "tasks/get", {"id": asking["id"]})["result"] == asking
+        configs = call(client, "tasks/pushNotificationConfig/list", {"id": asking["id"]})
+        assert [c["pushNotificationConfig"]["id"] for c in configs["result"]] == ["h1"]
+        replayed = list(stream(client, "tasks/resubscribe", {"id": done["id"]}, replay_all))
+        assert [(e.id, e.payload["result"]) for e in replayed] == [
+            (e.id, e.payload["result"]) for e in live_events
+        ]
+        reply = text_message(
+            "after the restart", taskId=asking["id"], contextId=asking["contextId"]
+        )
+        continued = call(client, "message/send", {"message": reply})["result"]
     assert continued["status"]["state"] == "completed"
     assert continued["artifacts"][0]["parts"][0]["text"] == "you said: after the restart"
 
@@ -140,37 +139,36 @@ async def test_a_task_accepted_but_never_started_is_resumed_at_start(
     await TaskStore(pool).write([TaskWrite("local", task, 1, [serialize(task, 1)])])
     await pool.close()
 
-    with live_server(
-        conformance_registry(), database_url=database_url, data_dir=data_dir
-    ) as server:
-        with httpx.Client(base_url=server.url, timeout=30) as client:
-            deadline = time.monotonic() + 20
-            while (result := call(client, "tasks/get", {"id": "queued-1"})["result"])["status"][
-                "state"
-            ] != "completed":
-                assert time.monotonic() < deadline, result
-                time.sleep(0.05)
+    with (
+        live_server(conformance_registry(), database_url=database_url, data_dir=data_dir) as server,
+        httpx.Client(base_url=server.url, timeout=30) as client,
+    ):
+        deadline = time.monotonic() + 20
+        while (result := call(client, "tasks/get", {"id": "queued-1"})["result"])["status"][
+            "state"
+        ] != "completed":
+            assert time.monotonic() < deadline, result
+            await asyncio.sleep(0.05)
     assert result["artifacts"][0]["parts"][0]["text"] == "resume me"
 
 
 def test_a_clean_shutdown_fails_running_tasks_with_a_reason(
     database_url: str, data_dir: Path
 ) -> None:
-    with live_server(
-        conformance_registry(), database_url=database_url, data_dir=data_dir
-    ) as server:
-        with httpx.Client(base_url=server.url, timeout=30) as client:
-            send = {"message": text_message("task 200 100"), "configuration": {"blocking": False}}
-            task = call(client, "message/send", send)["result"]
-            while (
-                call(client, "tasks/get", {"id": task["id"]})["result"]["status"]["state"]
-                != "working"
-            ):
-                time.sleep(0.05)
-    with live_server(
-        conformance_registry(), database_url=database_url, data_dir=data_dir
-    ) as server:
-        with httpx.Client(base_url=server.url, timeout=30) as client:
-            stopped = call(client, "tasks/get", {"id": task["id"]})["result"]
+    with (
+        live_server(conformance_registry(), database_url=database_url, data_dir=data_dir) as server,
+        httpx.Client(base_url=server.url, timeout=30) as client,
+    ):
+        send = {"message": text_message("task 200 100"), "configuration": {"blocking": False}}
+        task = call(client, "message/send", send)["result"]
+        while (
+            call(client, "tasks/get", {"id": task["id"]})["result"]["status"]["state"] != "working"
+        ):
+            time.sleep(0.05)
+    with (
+        live_server(conformance_registry(), database_url=database_url, data_dir=data_dir) as server,
+        httpx.Client(base_url=server.url, timeout=30) as client,
+    ):
+        stopped = call(client, "tasks/get", {"id": task["id"]})["result"]
     assert stopped["status"]["state"] == "failed"
     assert "shut down" in stopped["status"]["message"]["parts"][0]["text"]

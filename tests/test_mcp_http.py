@@ -410,6 +410,27 @@ async def test_cancelling_a_long_script_task_ends_the_call(sut: LiveServer) -> N
     assert 1 <= seen == len(progress.seen) < 100
 
 
+async def test_tool_calls_are_counted_as_mcp_skill_calls(watched: Watched) -> None:
+    async with Client(watched.mcp) as client:
+        await client.call_tool("whoami", {})
+        await client.call_tool("boom", {})
+    async with httpx.AsyncClient() as http:
+        metrics = (await http.get(f"{watched.server.url}/metrics")).text
+
+    def count(skill: str, outcome: str) -> float:
+        labels = {f'skill="{skill}"', 'protocol="mcp"', f'outcome="{outcome}"'}
+        for line in metrics.splitlines():
+            name, _, rest = line.partition("{")
+            if name == "agentic_rag_skill_calls_total" and labels <= set(
+                rest.split("}")[0].split(",")
+            ):
+                return float(line.rsplit(" ", 1)[1])
+        return 0
+
+    assert count("whoami", "ok") >= 1
+    assert count("boom", "exception") >= 1
+
+
 # -- scopes and tenants -------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,6 +279,27 @@ async def test_the_bridge_passes_on_a_missing_scope(bridged: Bridged) -> None:
             await client.call_tool("whoami", {})
     assert raised.value.code == FORBIDDEN
     assert raised.value.message == "this credential lacks the scope 'write' that tools/call needs"
+
+
+async def test_the_bridge_outlives_its_server(database_url: str, tmp_path: Path) -> None:
+    registry = watched_registry(lambda event: None)
+    with ExitStack() as server:
+        running = server.enter_context(
+            live_server(registry, database_url=database_url, data_dir=tmp_path / "data")
+        )
+        bridge = StdioServerParameters(
+            command=str(BIN / "agentic-rag-mcp"), env=base_env(AGENTIC_RAG_URL=running.url)
+        )
+        async with Client(bridge, mode="legacy") as client:
+            assert (await client.call_tool("whoami", {})).structured_content == {"tenant": "local"}
+            server.close()  # the server stops; the bridge goes on
+            with anyio.fail_after(30), pytest.raises(MCPError) as gone:
+                await client.call_tool("whoami", {})
+            # Still there, and says so again rather than hanging.
+            with anyio.fail_after(30), pytest.raises(MCPError):
+                await client.list_tools()
+    assert gone.value.code == types.INTERNAL_ERROR
+    assert gone.value.message.startswith(f"agentic-rag at {running.url}/mcp did not answer: ")
 
 
 def test_the_bridge_says_at_start_when_the_server_refuses_it(bridged: Bridged) -> None:

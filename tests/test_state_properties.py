@@ -11,6 +11,7 @@ is recorded per task, and then:
 - the task's replayed event log (Last-Event-ID 0) is itself a path of the table.
 """
 
+import itertools
 import time
 from collections import defaultdict
 from typing import Any
@@ -72,7 +73,7 @@ class Observer:
             else:
                 continue
             states.append(self.seen[result.get("taskId") or result["id"]][-1])
-        for a, b in zip(states, states[1:], strict=False):
+        for a, b in itertools.pairwise(states):
             assert b in TRANSITIONS[a] or a == b, f"stream showed {a} -> {b}"
 
     def pick(self, index: int) -> tuple[str, str] | None:
@@ -140,7 +141,7 @@ class Observer:
                 assert time.monotonic() < deadline, f"task {task_id} never settled"
                 time.sleep(0.05)
         for task_id, observed in self.seen.items():
-            for a, b in zip(observed, observed[1:], strict=False):
+            for a, b in itertools.pairwise(observed):
                 assert b in reachable(a), f"task {task_id}: observed {a} then {b}"
                 if a in TERMINAL:
                     assert b == a, f"task {task_id}: final {a} became {b}"
@@ -152,7 +153,7 @@ class Observer:
                 result = event.payload["result"]
                 if result["kind"] == "status-update":
                     states.append(TaskState(result["status"]["state"]))
-            for a, b in zip(states, states[1:], strict=False):
+            for a, b in itertools.pairwise(states):
                 assert b in TRANSITIONS[a], f"task {task_id}: logged {a} -> {b}"
 
 

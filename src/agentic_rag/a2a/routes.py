@@ -350,6 +350,8 @@ async def _accepted_events(
             yield _sse_event(rid, event, event.json, with_id=True)
             if event.final:
                 return
+    except Exception as exc:
+        yield _failure_event(rid, exc)
     finally:
         outcome.events.close()
 
@@ -361,5 +363,13 @@ async def _logged_events(
     try:
         async for event in events:
             yield _sse_event(rid, event, event.json, with_id=event.seq > 0)
-    except A2AError as exc:
-        yield ServerSentEvent(data=jsonrpc.failure(rid, exc).decode(), sep="\n")
+    except Exception as exc:
+        yield _failure_event(rid, exc)
+
+
+def _failure_event(rid: RequestId, exc: Exception) -> ServerSentEvent:
+    """The one error event that ends a stream that failed after it started (§12.2)."""
+    if not isinstance(exc, A2AError):  # not an empty or cut stream that looks like success
+        log.error("internal error in an event stream", exc_info=exc)
+        exc = InternalError("internal error; the server log has details")
+    return ServerSentEvent(data=jsonrpc.failure(rid, exc).decode(), sep="\n")

@@ -173,12 +173,28 @@ class Runner:
                 active, TaskState.failed, f"skill {skill.name} failed: {type(exc).__name__}: {exc}"
             )
         try:
-            await final
+            try:
+                await final
+            except Exception as exc:  # the outcome could not be stored: fail from what is stored
+                await self._fail_from_stored(active, exc)
         finally:
             active.runner = None
             service.active.pop(active.key, None)
             active.done.set()
         await service.notify(active)
+
+    async def _fail_from_stored(self, active: ActiveTask, error: Exception) -> None:
+        """Roll the task back to its durable state, then fail it with the reason."""
+        log.error("task %s: its outcome could not be stored: %s", active.task.id, error)
+        stored = await self._service.store.get(active.tenant, active.task.id)
+        if stored is None or stored.task.status.state in states.TERMINAL:
+            return
+        active.task, active.last_seq = stored.task, stored.last_seq
+        await self._end(
+            active,
+            TaskState.failed,
+            f"the result could not be stored ({type(error).__name__}); nothing was kept",
+        )
 
     def _end(self, active: ActiveTask, state: TaskState, reason: str) -> "asyncio.Future[None]":
         message = agent_text(reason, active.task)

@@ -6,15 +6,19 @@ configured API key, so the desktop client works on the server's data, as that ke
 Progress comes back as progress; a question the server asks (a 2026-07-28 `input_required`
 result) is passed on to a client of that era, or asked with an elicitation request of the
 client's own session, and the answer is sent back in a retry of the call.
+
+Each request goes upstream on a connection of its own. The server is stateless, so nothing is
+lost, and a server that restarts or goes away fails the requests made meanwhile, with an
+error, rather than the bridge: the SDK's HTTP transport ends on a connection error.
 """
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
 import mcp.types as types
-from mcp import Client
+from mcp import Client, ClientSession
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
@@ -36,6 +40,13 @@ def endpoint(url: str) -> str:
     return url if url.endswith("/mcp") else f"{url}/mcp"
 
 
+def describe(exc: BaseException) -> str:
+    """One line for an error; anyio task groups wrap failures, the first leaf says what."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 async def _not_over_http(
     context: ClientRequestContext, params: types.ElicitRequestParams
 ) -> types.ElicitResult | types.ErrorData:
@@ -44,43 +55,66 @@ async def _not_over_http(
     return types.ErrorData(code=types.INVALID_REQUEST, message="the bridge asks no questions")
 
 
+class Upstream:
+    """The running server: its endpoint, the credential, and the protocol era it speaks."""
+
+    def __init__(self, url: str, http: httpx2.AsyncClient) -> None:
+        self.url, self._http = endpoint(url), http
+        self._mode: str = "auto"
+        self._discovered: types.DiscoverResult | None = None
+        self.server_info: types.Implementation | None = None
+        self.instructions: str | None = None
+
+    def _client(self) -> Client:
+        return Client(
+            streamable_http_client(self.url, http_client=self._http),
+            mode=self._mode,
+            prior_discover=self._discovered,
+            elicitation_callback=_not_over_http,
+            cache=None,  # every tools/list asks the server: its tools are the truth
+        )
+
+    async def probe(self) -> None:
+        """Connect once, so that a wrong URL or credential fails at start, and learn the era
+        to speak from then on without probing again."""
+        async with self._client() as client:
+            self.server_info, self.instructions = client.server_info, client.instructions
+            discovered = client.session.discover_result
+            if discovered is not None:
+                self._mode, self._discovered = client.protocol_version, discovered
+            else:
+                self._mode = "legacy"
+
+    async def ask[T](self, request: Callable[[ClientSession], Awaitable[T]]) -> T:
+        """`request` on a fresh connection; the server's MCP errors are raised as they are."""
+        refused: MCPError | None = None
+        try:
+            async with self._client() as client:
+                try:
+                    return await request(client.session)
+                except MCPError as exc:
+                    refused = exc  # the server's own answer, raised below as it is
+        except Exception as exc:
+            if refused is None:
+                raise MCPError(
+                    types.INTERNAL_ERROR,
+                    f"agentic-rag at {self.url} did not answer: {describe(exc)}",
+                ) from None
+        assert refused is not None
+        raise refused
+
+
 class Bridge:
     """The `tools/list` and `tools/call` handlers of the stdio side, answered upstream."""
 
-    def __init__(self, upstream: Client, url: str) -> None:
-        self._upstream, self._url = upstream, url
-
-    async def _forward[T](self, call: Awaitable[T]) -> T:
-        try:
-            return await call
-        except MCPError:
-            raise  # the server's own answer (a missing scope, an unknown tool): pass it on
-        except Exception as exc:
-            raise MCPError(
-                types.INTERNAL_ERROR, f"agentic-rag at {self._url} did not answer: {exc}"
-            ) from None
-
-    def _call_upstream(
-        self,
-        params: types.CallToolRequestParams,
-        progress: ProgressFnT,
-        responses: types.InputResponses | None,
-        state: str | None,
-    ) -> Awaitable[types.CallToolResult | types.InputRequiredResult]:
-        return self._upstream.session.call_tool(
-            params.name,
-            params.arguments,
-            progress_callback=progress,
-            input_responses=responses,
-            request_state=state,
-            allow_input_required=True,
-        )
+    def __init__(self, upstream: Upstream) -> None:
+        self._upstream = upstream
 
     async def list_tools(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         page = types.PaginatedRequestParams(cursor=params.cursor if params else None)
-        listed = await self._forward(self._upstream.session.list_tools(params=page))
+        listed = await self._upstream.ask(lambda session: session.list_tools(params=page))
         return types.ListToolsResult(tools=listed.tools, next_cursor=listed.next_cursor)
 
     async def call_tool(
@@ -91,7 +125,7 @@ class Bridge:
 
         responses, state = params.input_responses, params.request_state
         for _ in range(MAX_ROUNDS + 1):
-            result = await self._forward(self._call_upstream(params, progress, responses, state))
+            result = await self._upstream.ask(_call(params, progress, responses, state))
             if isinstance(result, types.CallToolResult):
                 return result
             questions = _form_questions(result)
@@ -110,6 +144,27 @@ class Bridge:
                 )
             state = result.request_state
         return _error(f"tool {params.name!r} still needs input after {MAX_ROUNDS} answers")
+
+
+def _call(
+    params: types.CallToolRequestParams,
+    progress: ProgressFnT,
+    responses: types.InputResponses | None,
+    state: str | None,
+) -> Callable[[ClientSession], Awaitable[types.CallToolResult | types.InputRequiredResult]]:
+    def call(
+        session: ClientSession,
+    ) -> Awaitable[types.CallToolResult | types.InputRequiredResult]:
+        return session.call_tool(
+            params.name,
+            params.arguments,
+            progress_callback=progress,
+            input_responses=responses,
+            request_state=state,
+            allow_input_required=True,
+        )
+
+    return call
 
 
 def _form_questions(
@@ -142,23 +197,19 @@ def _error(text: str) -> types.CallToolResult:
 
 @asynccontextmanager
 async def bridge_server(url: str, api_key: str | None) -> AsyncIterator[Server[Any]]:
-    """A stdio-side MCP server forwarding to the agentic-rag at `url`, connected until exit.
+    """A stdio-side MCP server forwarding to the agentic-rag at `url`.
 
     Connecting probes the server, so a wrong URL or credential fails here, at start.
     """
     headers = {API_KEY_HEADER: api_key} if api_key else {}
     async with httpx2.AsyncClient(headers=headers, timeout=_TIMEOUT) as http:
-        upstream = Client(
-            streamable_http_client(endpoint(url), http_client=http),
-            elicitation_callback=_not_over_http,
-            cache=None,  # every tools/list asks the server: its tools are the truth
+        upstream = Upstream(url, http)
+        await upstream.probe()
+        bridge = Bridge(upstream)
+        yield Server(
+            "agentic-rag",
+            version=upstream.server_info.version if upstream.server_info else "",
+            instructions=upstream.instructions,
+            on_list_tools=bridge.list_tools,
+            on_call_tool=bridge.call_tool,
         )
-        async with upstream:
-            bridge = Bridge(upstream, url)
-            yield Server(
-                "agentic-rag",
-                version=(upstream.server_info.version if upstream.server_info else ""),
-                instructions=upstream.instructions,
-                on_list_tools=bridge.list_tools,
-                on_call_tool=bridge.call_tool,
-            )

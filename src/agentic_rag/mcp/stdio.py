@@ -14,7 +14,7 @@ import anyio
 from mcp.server.stdio import stdio_server
 
 from agentic_rag.config import Settings
-from agentic_rag.mcp.bridge import bridge_server, endpoint
+from agentic_rag.mcp.bridge import bridge_server, describe, endpoint
 from agentic_rag.mcp.server import build_server, fixed_principal
 from agentic_rag.security.principal import LOCAL
 from agentic_rag.skills import SkillRegistry
@@ -63,13 +63,6 @@ def run_stdio(settings: Settings | None = None, registry: SkillRegistry | None =
         # Desktop clients show stderr as the server's log: say what failed, in one line.
         log.debug("MCP over stdio stopped", exc_info=True)
         where = f"agentic-rag at {endpoint(url)}" if url else "the local engine"
-        print(f"agentic-rag mcp: cannot serve with {where}: {_describe(exc)}", file=sys.stderr)
+        print(f"agentic-rag mcp: cannot serve with {where}: {describe(exc)}", file=sys.stderr)
         return 1
     return 0
-
-
-def _describe(exc: BaseException) -> str:
-    # anyio task groups wrap failures in exception groups: the first leaf says what happened.
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
