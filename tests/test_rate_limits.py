@@ -21,6 +21,7 @@ def test_a_credential_over_its_limit_gets_429_with_retry_after(
 ) -> None:
     first = create_key(database_url, "acme", ["read"])
     second = create_key(database_url, "acme", ["read"])
+    operator = create_key(database_url, "ops", ["admin"])
     with live_server(
         conformance_registry(),
         database_url=database_url,
@@ -35,6 +36,8 @@ def test_a_credential_over_its_limit_gets_429_with_retry_after(
         assert limited.json()["error"]["code"] == -32012
         assert "rate limit exceeded" in limited.json()["error"]["message"]
         assert get(server.url, second).status_code == 200  # limits are per credential
+        metrics = httpx.get(server.url + "/metrics", headers={"X-API-Key": operator}).text
+        assert 'agentic_rag_rate_limited_total{credential_kind="api-key"} 2.0' in metrics
 
 
 def test_the_burst_limits_one_second(database_url: str, data_dir: Path) -> None:

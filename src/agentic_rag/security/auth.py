@@ -14,6 +14,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import Scope
 
+from agentic_rag.observability.metrics import record_rate_limited
 from agentic_rag.security.api_keys import ApiKeyStore, parse_key
 from agentic_rag.security.principal import LOCAL, Principal
 from agentic_rag.security.ratelimit import RateLimiter
@@ -116,6 +117,7 @@ class Authenticator:
                 return LOCAL
         client = (scope.get("client") or ("unknown", 0))[0]
         if (wait := await self._limiter.failure_blocked(client)) is not None:
+            record_rate_limited("address")
             raise self._too_many(wait, "too many failed authentication attempts from this address")
         headers = Headers(scope=scope)
         presented = headers.get("x-api-key")
@@ -141,6 +143,7 @@ class Authenticator:
                 headers=self.challenge(str(exc)),
             ) from None
         if (wait := await self._limiter.hit(principal)) is not None:
+            record_rate_limited(principal.method)
             raise self._too_many(wait, "rate limit exceeded for this credential")
         return principal
 
