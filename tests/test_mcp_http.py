@@ -329,9 +329,9 @@ async def test_without_elicitation_the_error_says_what_is_missing(sut: LiveServe
         "ask for it because the client does not support elicitation (form mode)."
     )
     assert text_of(missing) == (
-        "tool 'script' needs input: tool 'script' needs text. Missing arguments: text. It "
-        "cannot ask for them because the client does not support elicitation (form mode); "
-        "call it again with them."
+        "tool 'script' needs input: Which text should tool 'script' use? Missing arguments: "
+        "text. It cannot ask for them because the client does not support elicitation (form "
+        "mode); call it again with them."
     )
 
 

@@ -8,7 +8,7 @@ numbers), and under load one commit carries the events of many tasks.
 
 import asyncio
 import logging
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
@@ -32,14 +32,26 @@ class EventBus(Protocol):
     def publish(self, tenant: str, task_id: str, events: Sequence[Event]) -> None: ...
 
 
-class _QueueSubscription:
+class _LocalSubscription:
+    """Events for one follower, in order; lighter than an asyncio.Queue (one per request)."""
+
     def __init__(self, bus: "LocalEventBus", key: tuple[str, str]) -> None:
         self._bus, self._key = bus, key
-        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._events: deque[Event] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def push(self, event: Event) -> None:
+        self._events.append(event)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
     async def __aiter__(self) -> AsyncIterator[Event]:
         while True:
-            yield await self.queue.get()
+            while self._events:
+                yield self._events.popleft()
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+            self._waiter = None
 
     def close(self) -> None:
         subscribers = self._bus.subscribers.get(self._key)
@@ -53,17 +65,17 @@ class LocalEventBus:
     """The event bus of a single process."""
 
     def __init__(self) -> None:
-        self.subscribers: dict[tuple[str, str], set[_QueueSubscription]] = {}
+        self.subscribers: dict[tuple[str, str], set[_LocalSubscription]] = {}
 
     def subscribe(self, tenant: str, task_id: str) -> Subscription:
-        sub = _QueueSubscription(self, (tenant, task_id))
+        sub = _LocalSubscription(self, (tenant, task_id))
         self.subscribers.setdefault((tenant, task_id), set()).add(sub)
         return sub
 
     def publish(self, tenant: str, task_id: str, events: Sequence[Event]) -> None:
         for sub in self.subscribers.get((tenant, task_id), ()):
             for event in events:
-                sub.queue.put_nowait(event)
+                sub.push(event)
 
 
 class Journal:

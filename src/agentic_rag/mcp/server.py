@@ -90,7 +90,7 @@ def validate_arguments(skill: Skill, arguments: dict[str, Any]) -> BaseModel:
         missing = [_field(e["loc"]) for e in errors if e["type"] == "missing"]
         if len(missing) == len(errors):
             raise InputRequired(
-                f"tool {skill.name!r} needs {', '.join(missing)}.", missing
+                f"Which {', '.join(missing)} should tool {skill.name!r} use?", missing
             ) from None
         problems = "; ".join(f"{_field(e['loc'])}: {e['msg']}" for e in errors)
         raise ArgumentsError(f"invalid arguments for tool {skill.name!r}: {problems}") from None

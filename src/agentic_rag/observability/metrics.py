@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -42,6 +42,7 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         ProcessCollector(registry=self.registry)
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         r = self.registry
         self.http_requests = Counter(
             "agentic_rag_http_requests",
@@ -89,6 +90,14 @@ class Metrics:
             registry=r,
         )
 
+    def child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, cached: `labels()` takes a lock and checks on every call."""
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
+
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric of this app."""
         return generate_latest(self.registry)
@@ -103,7 +112,7 @@ class Metrics:
                 continue  # messages and artifacts do not change the state
             new = event.status.state
             if new is not state:
-                self.task_transitions.labels(new.value).inc()
+                self.child(self.task_transitions, new.value).inc()
             state = new
 
     def skill_call(self, skill: str, protocol: str) -> "SkillCall":
@@ -136,8 +145,10 @@ class SkillCall:
             return
         elapsed = time.perf_counter() - self._started
         outcome = skill_outcome(exc)
-        self._metrics.skill_calls.labels(self._skill, self._protocol, outcome).inc()
-        self._metrics.skill_duration.labels(self._skill, self._protocol).observe(elapsed)
+        self._metrics.child(self._metrics.skill_calls, self._skill, self._protocol, outcome).inc()
+        self._metrics.child(self._metrics.skill_duration, self._skill, self._protocol).observe(
+            elapsed
+        )
 
 
 def skill_outcome(exc: BaseException | None) -> str:
@@ -174,7 +185,7 @@ def record_rate_limited(credential_kind: str) -> None:
     """The rate limiter refused a request made with this kind of credential (api-key, jwt...)."""
     metrics = _CURRENT.get()
     if metrics is not None:
-        metrics.rate_limited.labels(credential_kind).inc()
+        metrics.child(metrics.rate_limited, credential_kind).inc()
 
 
 def record_task_events(previous: Task | None, events: Sequence[object]) -> None:

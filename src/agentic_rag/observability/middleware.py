@@ -77,7 +77,9 @@ class ObservabilityMiddleware:
                 response_headers[REQUEST_ID_HEADER] = request_id
                 response["status"] = message["status"]
                 response["type"] = response_headers.get("content-type", "")
-                self.metrics.http_requests.labels(route, method, str(message["status"])).inc()
+                self.metrics.child(
+                    self.metrics.http_requests, route, method, str(message["status"])
+                ).inc()
             elif message["type"] == "http.response.body" and rpc:
                 response_body.append(message.get("body", b""))
             await send(message)
@@ -86,14 +88,15 @@ class ObservabilityMiddleware:
             await self.app(scope, receive_and_keep if rpc else receive, send_and_count)
         except BaseException:
             if "status" not in response:
-                self.metrics.http_requests.labels(route, method, "500").inc()
+                self.metrics.child(self.metrics.http_requests, route, method, "500").inc()
                 response["status"], response["type"] = 500, ""
             # The request id stays set: the server logs this exception next, in this context.
             raise
         else:
             REQUEST_ID.reset(rid_token)
         finally:
-            self.metrics.http_duration.labels(route, method).observe(time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            self.metrics.child(self.metrics.http_duration, route, method).observe(elapsed)
             if rpc:
                 status = response.get("status")
                 self._count_call(
@@ -115,7 +118,7 @@ class ObservabilityMiddleware:
             label = INVALID_CALL
         else:
             label = method if method in self.rpc_methods else UNKNOWN_METHOD
-        self.metrics.jsonrpc_calls.labels(label, outcome).inc()
+        self.metrics.child(self.metrics.jsonrpc_calls, label, outcome).inc()
 
 
 def _route(scope: Scope) -> str:
