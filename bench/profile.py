@@ -5,19 +5,21 @@
 
 Installs py-spy into bench/.venv-tools (gitignored) if needed, starts the server fresh (as
 bench/run.py does), optionally fills tasks, then records the server process with py-spy while wrk
-drives `message/send`. Writes the collapsed stacks to bench/.work/profile-SERVER.txt, a speedscope
-file beside it, and a summary (top functions by own and by inclusive samples) to
-bench/results/profile-SERVER.md.
+drives `message/send`. Writes the collapsed stacks to bench/.work/profile-SERVER-cN.txt, a
+speedscope file beside it, and a summary (own samples by package, top functions by own and by
+inclusive samples) to bench/results/profile-SERVER-cN.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import re
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from loadgen import WrkResult, run_wrk
@@ -52,10 +54,41 @@ def ensure_py_spy() -> None:
 
 
 Counts = list[tuple[str, int]]
+_FRAME = re.compile(r"^(?P<func>.*) \((?P<path>[^:()]*)(?::\d+)?\)$")
 
 
-def summarize(collapsed: Path, top: int) -> tuple[int, Counts, Counts]:
-    """(samples, top own-time frames, top inclusive frames) from py-spy's collapsed stacks."""
+def _function(frame: str) -> str:
+    """`Func (pkg/mod.py:12)` -> `Func (pkg/mod.py)`: one row per function, not per line."""
+    match = _FRAME.match(frame)
+    return f"{match['func']} ({match['path']})" if match else frame
+
+
+def _area(frame: str) -> str:
+    """Where a frame's code lives: a package, or ours' module."""
+    match = _FRAME.match(frame)
+    if not match:
+        return frame
+    path = match["path"]
+    if frame.startswith("Runner.run (asyncio/runners.py"):
+        return "event loop itself (uvloop, C: sockets, callbacks)"
+    if path.startswith(("agentic_rag/", "conformance/")):
+        return path.removesuffix(".py").replace("/", ".")
+    if path.startswith("<frozen") or "/" not in path:
+        return "stdlib (" + path.removesuffix(".py").strip("<>") + ")"
+    return path.split("/", 1)[0]
+
+
+@dataclass
+class Profile:
+    samples: int
+    own_by_area: Counts
+    own_by_function: Counts
+    inclusive_by_function: Counts
+
+
+def summarize(collapsed: Path, top: int) -> Profile:
+    """Own and inclusive samples from py-spy's collapsed stacks."""
+    own_area: collections.Counter[str] = collections.Counter()
     own: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
     total = 0
@@ -66,10 +99,17 @@ def summarize(collapsed: Path, top: int) -> tuple[int, Counts, Counts]:
         count = int(count_text)
         total += count
         frames = stack.split(";")
-        own[frames[-1]] += count
-        for frame in set(frames):
-            inclusive[frame] += count
-    return total, own.most_common(top), inclusive.most_common(top)
+        own[_function(frames[-1])] += count
+        own_area[_area(frames[-1])] += count
+        for function in {_function(frame) for frame in frames}:
+            inclusive[function] += count
+    return Profile(
+        total, own_area.most_common(top), own.most_common(top), inclusive.most_common(top)
+    )
+
+
+def _rows(counts: Counts, samples: int) -> list[str]:
+    return [f"| {100 * n / samples:.1f} | {n} | `{frame}` |" for frame, n in counts]
 
 
 def main() -> int:
@@ -86,8 +126,9 @@ def main() -> int:
     if args.server == "reference":
         ensure_reference_venv()
     WORK.mkdir(parents=True, exist_ok=True)
-    collapsed = WORK / f"profile-{args.server}.txt"
-    speedscope = WORK / f"profile-{args.server}.speedscope.json"
+    stem = f"profile-{args.server}-c{args.concurrency}"
+    collapsed = WORK / f"{stem}.txt"
+    speedscope = WORK / f"{stem}.speedscope.json"
     server = make_server(args.server, "profile")
     with running([server]):
         if args.fill:
@@ -117,7 +158,8 @@ def main() -> int:
             capture_output=True,
         )
         load.join()
-    samples, own, inclusive = summarize(collapsed, args.top)
+    profile = summarize(collapsed, args.top)
+    samples = max(profile.samples, 1)
     wrk = result[0]
     expected = args.rate * args.seconds
     lines = [
@@ -128,29 +170,36 @@ def main() -> int:
         f"- load during the recording: {wrk.rps:.0f} req/s, p50 {wrk.p50_ms:.2f} ms, "
         f"p99 {wrk.p99_ms:.2f} ms, server CPU {wrk.server_cpu_pct:.0f}%, "
         f"with children {wrk.tree_cpu_pct:.0f}%",
-        f"- {samples} busy samples of ~{expected} ({100 * samples / max(expected, 1):.0f}% of the "
-        "time the process was running Python; the rest is idle in the event loop, waiting on "
-        "sockets, e.g. PostgreSQL)",
+        f"- {profile.samples} busy samples of ~{expected} "
+        f"({100 * profile.samples / max(expected, 1):.0f}%: the process was on the CPU; in the "
+        "rest it sat idle in the event loop, waiting on sockets, e.g. PostgreSQL); the "
+        "percentages below are of the busy samples",
         f"- stacks: {collapsed.relative_to(ROOT)}, speedscope: {speedscope.relative_to(ROOT)}",
         "",
-        "## Top frames by own samples",
+        "## Own samples by package (ours: by module)",
         "",
-        "| % busy | samples | frame |",
+        "| % busy | samples | where |",
         "| ---: | ---: | --- |",
-        *(f"| {100 * n / samples:.1f} | {n} | `{frame}` |" for frame, n in own),
+        *_rows(profile.own_by_area, samples),
         "",
-        "## Top frames by inclusive samples",
+        "## Top functions by own samples",
         "",
-        "| % busy | samples | frame |",
+        "| % busy | samples | function |",
         "| ---: | ---: | --- |",
-        *(f"| {100 * n / samples:.1f} | {n} | `{frame}` |" for frame, n in inclusive),
+        *_rows(profile.own_by_function, samples),
+        "",
+        "## Top functions by inclusive samples (own + what they call)",
+        "",
+        "| % busy | samples | function |",
+        "| ---: | ---: | --- |",
+        *_rows(profile.inclusive_by_function, samples),
         "",
     ]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"profile-{args.server}.md"
+    out = RESULTS / f"{stem}.md"
     out.write_text("\n".join(lines))
     log(f"wrote {out.relative_to(ROOT)}")
-    print("\n".join(lines[:40]))
+    print("\n".join(lines[: 12 + len(profile.own_by_area)]))
     return 0
 
 

@@ -26,6 +26,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
+from agentic_rag.config import Settings
+from agentic_rag.mcp.http import transport_security
 from agentic_rag.security.api_keys import ApiKeyStore
 from agentic_rag.security.auth import FORBIDDEN
 from agentic_rag.skills import SkillContext, SkillRegistry
@@ -399,6 +401,19 @@ async def test_cancelling_a_call_stops_the_skill(watched: Watched) -> None:
     assert 1 <= len(progress.seen) < 100
 
 
+async def test_a_handshake_era_client_cancels_over_stateless_http(watched: Watched) -> None:
+    # Its notifications/cancelled comes in a POST of its own, not on the call's connection.
+    watched.events.clear()
+    async with Client(watched.mcp, mode="legacy") as client:
+        with anyio.move_on_after(0.6) as scope:
+            await client.call_tool("slow", {"steps": 30, "delay_ms": 100})
+        assert scope.cancelled_caught
+        await until(lambda: "cancelled" in watched.events)
+        steps = len(watched.events)
+        await anyio.sleep(0.5)  # the client stays connected: the skill stopped on its own
+        assert len(watched.events) == steps and "finished" not in watched.events
+
+
 async def test_cancelling_a_long_script_task_ends_the_call(sut: LiveServer) -> None:
     progress = Progress()
     async with Client(mcp_url(sut)) as client:
@@ -596,3 +611,18 @@ async def test_a_foreign_host_header_is_refused(sut: LiveServer) -> None:
             },
         )
     assert response.status_code == 421  # DNS-rebinding protection
+
+
+def test_the_host_check_lets_in_the_configured_names() -> None:
+    behind_proxy = transport_security(
+        Settings(host="0.0.0.0", public_url="https://rag.example.com")
+    )
+    assert behind_proxy.enable_dns_rebinding_protection
+    assert {"rag.example.com", "127.0.0.1:*", "localhost:*"} <= set(behind_proxy.allowed_hosts)
+    assert "https://rag.example.com" in behind_proxy.allowed_origins
+    bound = transport_security(Settings(host="10.0.0.5", port=9000))
+    assert {"10.0.0.5:*", "localhost:*"} <= set(bound.allowed_hosts)
+    assert "evil.example:80" not in bound.allowed_hosts
+    # Bound to every address with no public URL, the server cannot know its name.
+    anywhere = transport_security(Settings(host="0.0.0.0"))
+    assert not anywhere.enable_dns_rebinding_protection

@@ -7,10 +7,12 @@ the tool must show exactly their JSON schemas.
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
+import anyio
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -134,11 +136,45 @@ def elicitation_channel(ctx: Context) -> Channel | str:
     return "input-required" if modern else "request"
 
 
+CallKey = tuple[str, str, types.RequestId]
+
+
+class InFlight:
+    """Tool calls of handshake-era clients over stateless HTTP, by caller and request id.
+
+    Their `notifications/cancelled` comes in a POST of its own, which the SDK serves on a fresh
+    connection that knows no request, so the SDK cannot cancel the call; this table finds it.
+    It holds this process's calls: a call running in another worker runs to its end.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[CallKey, list[anyio.CancelScope]] = {}
+
+    @contextmanager
+    def track(self, key: CallKey) -> Iterator[anyio.CancelScope]:
+        scope = anyio.CancelScope()
+        calls = self._calls.setdefault(key, [])
+        calls.append(scope)
+        try:
+            yield scope
+        finally:
+            calls.remove(scope)
+            if not calls:
+                del self._calls[key]
+
+    def cancel(self, key: CallKey) -> None:
+        calls = self._calls.get(key, [])
+        # Two clients of one credential may use the same request id: then cancel neither.
+        if len(calls) == 1:
+            calls[0].cancel()
+
+
 class SkillTools:
     """The `tools/list` and `tools/call` handlers over a registry."""
 
     def __init__(self, registry: SkillRegistry, principal_for: PrincipalFor) -> None:
         self.registry, self._principal_for = registry, principal_for
+        self._in_flight = InFlight()
 
     def _require(self, ctx: Context, scope: str, method: str) -> Principal:
         principal = self._principal_for(ctx)
@@ -165,6 +201,25 @@ class SkillTools:
         self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         principal = self._require(ctx, "write", "tools/call")
+        stateless_handshake = (
+            ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+            and not ctx.session.can_send_request
+        )
+        if not stateless_handshake or ctx.request_id is None:
+            return await self._call_tool(ctx, params, principal)
+        with self._in_flight.track(_call_key(principal, ctx.request_id)) as scope, scope:
+            return await self._call_tool(ctx, params, principal)
+        # Cancelled: the client no longer waits for an answer, but the SDK sends one.
+        return _error(f"tool {params.name!r} was cancelled by the client")
+
+    async def cancelled(self, ctx: Context, params: types.CancelledNotificationParams) -> None:
+        """`notifications/cancelled`: stop the call it names, if this process runs it."""
+        if params.request_id is not None:
+            self._in_flight.cancel(_call_key(self._principal_for(ctx), params.request_id))
+
+    async def _call_tool(
+        self, ctx: Context, params: types.CallToolRequestParams, principal: Principal
+    ) -> types.CallToolResult | types.InputRequiredResult:
         skill = self.registry.get(params.name)
         if skill is None:
             known = ", ".join(s.name for s in self.registry)
@@ -231,6 +286,11 @@ class SkillTools:
         return output
 
 
+def _call_key(principal: Principal, request_id: types.RequestId) -> CallKey:
+    # Only the caller who made a call can cancel it: the id alone is the client's choice.
+    return (principal.tenant, principal.subject, request_id)
+
+
 def _input_required(
     skill: Skill, gathered: Gathered, question: Question, rounds: int
 ) -> types.InputRequiredResult:
@@ -270,7 +330,7 @@ def build_server(
 ) -> Server[Any]:
     """An MCP server whose tools are the skills of `registry`, each called as `principal_for`."""
     tools = SkillTools(registry, principal_for)
-    return Server(
+    server: Server[Any] = Server(
         "agentic-rag",
         version=_version(),
         instructions=instructions,
@@ -278,3 +338,7 @@ def build_server(
         on_list_tools=tools.list_tools,
         on_call_tool=tools.call_tool,
     )
+    server.add_notification_handler(
+        "notifications/cancelled", types.CancelledNotificationParams, tools.cancelled
+    )
+    return server
