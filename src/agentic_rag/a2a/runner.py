@@ -10,14 +10,18 @@ from agentic_rag.a2a import states
 from agentic_rag.a2a.invocation import resolve, text_of
 from agentic_rag.a2a.schema import (
     Artifact,
-    DataPart,
-    Part,
     Role,
     TaskArtifactUpdateEvent,
     TaskState,
-    TextPart,
 )
-from agentic_rag.a2a.tasks import ActiveTask, TaskService, WorkQueue, agent_text
+from agentic_rag.a2a.tasks import (
+    ActiveTask,
+    TaskService,
+    WorkQueue,
+    agent_text,
+    data_part,
+    text_part,
+)
 from agentic_rag.observability import metrics as observed
 from agentic_rag.skills import InputRequired, SkillError
 
@@ -63,9 +67,7 @@ class TaskSkillContext:
                 task_id=task.id,
                 context_id=task.context_id,
                 kind="artifact-update",
-                artifact=Artifact(
-                    artifact_id=artifact_id, parts=[Part(TextPart(kind="text", text=text))]
-                ),
+                artifact=Artifact(artifact_id=artifact_id, parts=[text_part(text)]),
                 append=append,
                 last_chunk=last_chunk,
             ),
@@ -137,8 +139,8 @@ class Runner:
                 artifact_id=uuid.uuid4().hex,
                 name=skill.name,
                 parts=[
-                    Part(TextPart(kind="text", text=skill.readable(output))),
-                    Part(DataPart(kind="data", data=output.model_dump(mode="json"))),
+                    text_part(skill.readable(output)),
+                    data_part(output.model_dump(mode="json")),
                 ],
             )
             task = active.task

@@ -11,7 +11,7 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from agentic_rag.a2a import states
 from agentic_rag.a2a.compat import PushConfig, SendParams
@@ -26,6 +26,7 @@ from agentic_rag.a2a.invocation import OUTPUT_MODES, accepts_output, resolve
 from agentic_rag.a2a.journal import EventBus, Journal, Subscription
 from agentic_rag.a2a.push import PushNotifier, validate_config
 from agentic_rag.a2a.schema import (
+    DataPart,
     Message,
     Part,
     Role,
@@ -118,12 +119,22 @@ def with_history(task: Task, history_length: int | None) -> Task:
     return task.model_copy(update={"history": history})
 
 
+def text_part(text: str) -> Part:
+    # model_construct: the part is valid by construction, and validating a RootModel union
+    # again costs more than the rest of building a message.
+    return Part.model_construct(TextPart(kind="text", text=text))
+
+
+def data_part(data: dict[str, Any]) -> Part:
+    return Part.model_construct(DataPart(kind="data", data=data))
+
+
 def agent_text(text: str, task: Task) -> Message:
     return Message(
         role=Role.agent,
         kind="message",
         message_id=uuid.uuid4().hex,
-        parts=[Part(TextPart(kind="text", text=text))],
+        parts=[text_part(text)],
         task_id=task.id,
         context_id=task.context_id,
     )
