@@ -107,3 +107,23 @@ class RSAIssuer:
         finally:
             server.should_exit = True
             thread.join(timeout=10)
+
+
+class ECIssuer(RSAIssuer):
+    """The same identity provider with an ES256 (P-256) key."""
+
+    def __init__(self) -> None:
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        self.key = ec.generate_private_key(ec.SECP256R1())  # type: ignore[assignment]
+        self.kid = "test-ec-key-1"
+        self.public_pem = self.key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+
+    def jwks(self) -> dict[str, Any]:
+        jwk = jwt.algorithms.ECAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
+        return {"keys": [{**jwk, "kid": self.kid, "alg": "ES256", "use": "sig"}]}
+
+    def sign(self, body: dict[str, Any], kid: str | None = None) -> str:
+        return jwt.encode(body, self.key, algorithm="ES256", headers={"kid": kid or self.kid})

@@ -20,6 +20,7 @@ from tests.security_support import (
     AUDIENCE,
     ISSUER,
     SECRET,
+    ECIssuer,
     RSAIssuer,
     claims,
     create_key,
@@ -251,6 +252,29 @@ def test_every_forged_or_invalid_token_is_refused_without_leaking_it(
             assert 'error="invalid_token"' in answer.headers["www-authenticate"], name
             assert token not in caplog.text, f"{name}: the token was logged"
     assert SECRET not in caplog.text
+
+
+def test_es256_tokens_from_a_jwks_and_nothing_else(database_url: str, data_dir: Path) -> None:
+    issuer = ECIssuer()
+    settings = {"jwt_issuer": ISSUER, "jwt_audience": AUDIENCE, "jwt_algorithm": "ES256"}
+    with (
+        issuer.serve() as jwks_url,
+        live_server(
+            conformance_registry(),
+            database_url=database_url,
+            data_dir=data_dir,
+            jwt_jwks_url=jwks_url,
+            **settings,
+        ) as server,
+    ):
+        good = send(server.url, Authorization=f"Bearer {issuer.sign(claims(tenant='acme'))}")
+        assert good.status_code == 200
+        rs256 = RSAIssuer().sign(claims())  # a valid RS256 token: not the pinned algorithm
+        refused = send(server.url, Authorization=f"Bearer {rs256}")
+        assert refused.status_code == 401
+        assert "algorithm 'RS256' is not accepted" in refused.json()["error"]["message"]
+        hs = send(server.url, Authorization=f"Bearer {hs256(claims())}")
+        assert hs.status_code == 401  # no secret is configured, so HS256 is not accepted
 
 
 def test_guessing_api_keys_is_rate_limited(database_url: str, data_dir: Path) -> None:

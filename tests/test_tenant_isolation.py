@@ -2,6 +2,7 @@
 even detect another's tasks. For every method, a foreign id answers exactly like an unknown id.
 """
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,3 +147,22 @@ def test_the_extended_card_is_the_same_for_every_tenant(
     card = alpha.call("agent/getAuthenticatedExtendedCard", {})
     assert card == beta.call("agent/getAuthenticatedExtendedCard", {})
     assert card["result"]["name"] == "agentic-rag"
+
+
+async def test_mcp_tools_run_as_the_credentials_tenant_whatever_the_arguments(
+    database_url: str, data_dir: Path
+) -> None:
+    from tests.test_mcp_http import keyed_client, mcp_url, watched_registry
+
+    alpha_key = await asyncio.to_thread(create_key, database_url, "alpha", ["read", "write"])
+    beta_key = await asyncio.to_thread(create_key, database_url, "beta", ["read", "write"])
+    with live_server(
+        watched_registry(lambda event: None), database_url=database_url, data_dir=data_dir
+    ) as server:
+        seen = {}
+        for name, key in (("alpha", alpha_key), ("beta", beta_key)):
+            async with keyed_client(mcp_url(server), key) as client:
+                # An argument naming another tenant is no way into it.
+                result = await client.call_tool("whoami", {"tenant": "alpha", "group_id": "alpha"})
+                seen[name] = result.structured_content
+    assert seen == {"alpha": {"tenant": "alpha"}, "beta": {"tenant": "beta"}}

@@ -15,7 +15,7 @@ from agentic_rag.a2a.push import PushNotifier, SigningKeys
 from agentic_rag.a2a.routes import METHOD_SCOPES, A2AEndpoints
 from agentic_rag.a2a.runner import Runner
 from agentic_rag.a2a.store import TaskStore
-from agentic_rag.a2a.tasks import TaskService, WorkQueue
+from agentic_rag.a2a.tasks import LocalWorkQueue, TaskService
 from agentic_rag.config import Settings
 from agentic_rag.mcp.http import McpHttp
 from agentic_rag.observability import metrics as observed
@@ -110,7 +110,7 @@ class Engine:
         self._stack.push_async_callback(notifier.aclose)
         journal.start()
         self._stack.push_async_callback(journal.stop)
-        queue = WorkQueue()
+        queue = LocalWorkQueue()
         self.service = TaskService(store, journal, bus, self.registry, queue, notifier, guard)
         runner = Runner(self.service, queue, max_running=settings.max_running_tasks)
         await self.service.recover()

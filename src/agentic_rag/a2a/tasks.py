@@ -11,7 +11,7 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from agentic_rag.a2a import states
 from agentic_rag.a2a.compat import PushConfig, SendParams
@@ -93,8 +93,16 @@ class Job:
     task_id: str
 
 
-class WorkQueue:
-    """Where accepted tasks wait for the runner. In one process, an asyncio queue."""
+class WorkQueue(Protocol):
+    """Where accepted tasks wait for a runner. Scaled out, any worker may take any job."""
+
+    async def put(self, job: Job) -> None: ...
+
+    async def get(self) -> Job: ...
+
+
+class LocalWorkQueue:
+    """The work queue of a single process."""
 
     def __init__(self) -> None:
         self._queue: asyncio.Queue[Job] = asyncio.Queue()
