@@ -62,7 +62,7 @@ class WrkResult:
         return asdict(self)
 
 
-def _machine_busy() -> float:
+def machine_busy() -> float:
     times = psutil.cpu_times()
     return float(sum(times) - times.idle - getattr(times, "iowait", 0.0))
 
@@ -82,9 +82,9 @@ class QuietGate:
         """Wait until busy < threshold or the time runs out; returns the last busy % seen."""
         started = time.monotonic()
         while True:
-            before = _machine_busy()
+            before = machine_busy()
             time.sleep(self.window_s)
-            busy = 100 * (_machine_busy() - before) / self.window_s
+            busy = 100 * (machine_busy() - before) / self.window_s
             spent = time.monotonic() - started
             if (
                 busy < self.threshold_pct
@@ -127,7 +127,7 @@ def run_wrk(
     ]
     cpu_before = server.cpu_snapshot()
     children_before = _children_cpu()
-    busy_before = _machine_busy()
+    busy_before = machine_busy()
     started = time.monotonic()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -142,7 +142,7 @@ def run_wrk(
     wall = max(time.monotonic() - started, 1e-9)
     loadgen_cpu = 100 * (_children_cpu() - children_before) / wall
     server_cpu, tree_cpu = server.cpu_since(cpu_before)
-    machine_cpu = 100 * (_machine_busy() - busy_before) / wall
+    machine_cpu = 100 * (machine_busy() - busy_before) / wall
     if summary is None:
         raise RuntimeError(f"wrk gave no summary (exit {proc.returncode}): {stderr.strip()}")
     duration = summary["duration_us"] / 1e6

@@ -160,6 +160,7 @@ def _streams(results: dict[str, Any]) -> list[str]:
                 _num(s["ttfe_p99_ms"]),
                 _num(s["final_p50_ms"]),
                 _num(s["final_p99_ms"]),
+                _pct(s.get("other_cpu_pct")),
             ]
         )
     conc_rows = []
@@ -177,6 +178,7 @@ def _streams(results: dict[str, Any]) -> list[str]:
                     _num(s["ttfe_p99_ms"], 0),
                     _num(s["final_p99_ms"], 0),
                     _pct(s["server_cpu_pct"]),
+                    _pct(s.get("other_cpu_pct")),
                     _num(s["rss_mib_after"], 1),
                 ]
             )
@@ -200,6 +202,7 @@ def _streams(results: dict[str, Any]) -> list[str]:
                 "first event p99 ms",
                 "final p50 ms",
                 "final p99 ms",
+                "other CPU",
             ],
             seq_rows,
         ),
@@ -221,6 +224,7 @@ def _streams(results: dict[str, Any]) -> list[str]:
                 "first event p99 ms",
                 "final p99 ms",
                 "server CPU",
+                "other CPU",
                 "RSS after MiB",
             ],
             conc_rows,
@@ -297,7 +301,7 @@ def _summary(results: dict[str, Any]) -> list[str]:
         ours, ref = values.get("ours"), values.get("reference")
         ratio = _ratio(ours, ref)
         better = ""
-        if ratio != "n/a" and ours is not None and ref is not None and ours != ref:
+        if ratio != "n/a" and ours is not None and ref is not None and abs(ours / ref - 1) >= 0.01:
             better = " (better)" if (ours > ref) == higher_better else ""
         rows.append([label, *(_num(values[n], digits) for n in names), ratio + better])
     header = ["metric", *(LABELS[n] for n in names), "ours / reference"]

@@ -25,6 +25,7 @@ import hashlib
 import importlib.metadata
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -37,7 +38,14 @@ from typing import Any
 
 import orjson
 import psutil  # type: ignore[import-untyped]
-from loadgen import QuietGate, WrkResult, concurrent_streams, run_wrk, sequential_streams
+from loadgen import (
+    QuietGate,
+    WrkResult,
+    concurrent_streams,
+    machine_busy,
+    run_wrk,
+    sequential_streams,
+)
 from procs import Server, free_port
 from report import render_markdown
 
@@ -340,7 +348,33 @@ def _run_async[T](factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
     return uvloop.run(factory())
 
 
-def phase_accumulate_and_stream(plan: Plan, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _measured[T](server: Server, work: Callable[[], T]) -> tuple[T, dict[str, float]]:
+    """Run `work` (the SSE client, in this process); CPU of the server, the client, the rest."""
+    cpu_before = server.cpu_snapshot()
+    busy_before = machine_busy()
+    self_before = _self_cpu()
+    started = time.monotonic()
+    result = work()
+    wall = max(time.monotonic() - started, 1e-9)
+    server_cpu, tree_cpu = server.cpu_since(cpu_before)
+    client_cpu = 100 * (_self_cpu() - self_before) / wall
+    machine = 100 * (machine_busy() - busy_before) / wall
+    return result, {
+        "server_cpu_pct": server_cpu,
+        "tree_cpu_pct": tree_cpu,
+        "client_cpu_pct": client_cpu,
+        "other_cpu_pct": max(machine - tree_cpu - client_cpu, 0.0),
+    }
+
+
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def phase_accumulate_and_stream(
+    plan: Plan, name: str, gate: QuietGate
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """On one fresh server: fill tasks with probes and RSS samples, then the streaming tests."""
     server = make_server(name, "accumulate")
     checkpoints: list[dict[str, Any]] = []
@@ -357,6 +391,8 @@ def phase_accumulate_and_stream(plan: Plan, name: str) -> tuple[dict[str, Any], 
             probes = []
             at_probe = stored
             for _ in range(plan.edge_probes if is_edge else 1):
+                if is_edge:
+                    gate.wait()
                 probe = run_wrk(
                     server, plan.probe_concurrency, duration_s=300, limit=plan.probe_requests
                 )
@@ -385,31 +421,35 @@ def phase_accumulate_and_stream(plan: Plan, name: str) -> tuple[dict[str, Any], 
                 + (f"  fill {fill.rps:6.0f} req/s" if fill else "")
             )
         port = server.port
-        sequential = _run_async(
-            functools.partial(sequential_streams, port, plan.sequential_streams, "hello stream", 30)
+        gate.wait()
+        sequential, cpu = _measured(
+            server,
+            lambda: _run_async(
+                functools.partial(
+                    sequential_streams, port, plan.sequential_streams, "hello stream", 30
+                )
+            ),
         )
         log(
             f"{name:9} {sequential.ok}/{sequential.streams} sequential streams  "
             f"first event p50 {sequential.ttfe_p50_ms:.2f} ms p99 {sequential.ttfe_p99_ms:.2f} ms"
             f"  final p50 {sequential.final_p50_ms:.2f} ms p99 {sequential.final_p99_ms:.2f} ms"
         )
-        streams["sequential"] = sequential.as_dict()
+        streams["sequential"] = {**sequential.as_dict(), **cpu}
         for label, text in (
             ("concurrent_echo", "hello stream"),
             ("concurrent_held", plan.held_task),
         ):
-            cpu_before = server.cpu_snapshot()
-            stats = _run_async(
-                functools.partial(concurrent_streams, port, plan.concurrent_streams, text, 120)
+            gate.wait()
+            stats, cpu = _measured(
+                server,
+                functools.partial(
+                    _run_async,
+                    functools.partial(concurrent_streams, port, plan.concurrent_streams, text, 120),
+                ),
             )
-            server_cpu, tree_cpu = server.cpu_since(cpu_before)
             rss, tree_pss = server.memory()
-            streams[label] = {
-                **stats.as_dict(),
-                "server_cpu_pct": server_cpu,
-                "tree_cpu_pct": tree_cpu,
-                "rss_mib_after": round(rss, 1),
-            }
+            streams[label] = {**stats.as_dict(), **cpu, "rss_mib_after": round(rss, 1)}
             log(
                 f"{name:9} {label}: {stats.ok}/{stats.streams} ok ({stats.connected} connected) "
                 f"in {stats.total_s:.2f}s, peak open {stats.peak_open}, "
@@ -547,8 +587,6 @@ def main() -> int:
     if "reference" in names:
         ensure_reference_venv()
     with contextlib.suppress(ValueError, OSError):
-        import resource
-
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
 
@@ -565,9 +603,10 @@ def main() -> int:
     if "throughput" not in skip:
         results["throughput"] = phase_throughput(plan, names)
     if "accumulate" not in skip:
+        gate = QuietGate(threshold_pct=plan.quiet_pct, budget_s=plan.quiet_budget_s)
         for name in names:
             try:
-                acc, streams = phase_accumulate_and_stream(plan, name)
+                acc, streams = phase_accumulate_and_stream(plan, name, gate)
             except RuntimeError as exc:
                 log(f"  !! {name}: {exc}")
                 acc, streams = {"error": str(exc)}, {"error": str(exc)}

@@ -1,15 +1,22 @@
-"""A real server for tests: uvicorn on 127.0.0.1 in a background thread, on its own database."""
+"""Real servers for tests: uvicorn on a free port of 127.0.0.1.
+
+- `live_server`: the whole app, on its own database, in a background thread;
+- `serve_in_thread`: any ASGI app (webhooks, identity providers) in a background thread;
+- `serve`: any ASGI app in the test's own event loop.
+"""
 
 import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from agentic_rag.app import build_app
 from agentic_rag.config import Settings
@@ -23,6 +30,49 @@ def free_port() -> int:
         return port
 
 
+@contextmanager
+def serve_in_thread(
+    app: ASGIApp, *, lifespan: str = "auto", port: int | None = None
+) -> Iterator[str]:
+    """Run `app` until the block ends; yield its base URL."""
+    port = port or free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan)
+    )
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+@asynccontextmanager
+async def serve(app: ASGIApp, host: str = "127.0.0.1", **config: Any) -> AsyncIterator[int]:
+    """Run `app` with uvicorn in this event loop on a free port of `host`; yield the port."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, 0))
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning", **config))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            if task.done():
+                task.result()  # startup failed: raise its error here
+            await asyncio.sleep(0.01)
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
 @dataclass
 class LiveServer:
     url: str
@@ -34,28 +84,12 @@ def live_server(
     registry: SkillRegistry, *, database_url: str, data_dir: Path, **settings: object
 ) -> Iterator[LiveServer]:
     """Run the app until the block ends; a clean shutdown, like SIGTERM, at the end."""
-    port = free_port()
     config = Settings(
-        host="127.0.0.1", port=port, data_dir=data_dir, database_url=database_url, **settings
+        host="127.0.0.1",
+        port=free_port(),
+        data_dir=data_dir,
+        database_url=database_url,
+        **settings,
     )
-    server = uvicorn.Server(
-        uvicorn.Config(
-            build_app(config, registry),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            lifespan="on",
-        )
-    )
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
-    try:
-        yield LiveServer(f"http://127.0.0.1:{port}", config)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with serve_in_thread(build_app(config, registry), lifespan="on", port=config.port) as url:
+        yield LiveServer(url, config)

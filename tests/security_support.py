@@ -1,7 +1,6 @@
 """Real credentials for the security tests: API keys in the database, signed JWTs, a JWKS."""
 
 import asyncio
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,7 +8,6 @@ from typing import Any
 
 import asyncpg
 import jwt
-import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from starlette.applications import Starlette
@@ -18,7 +16,7 @@ from starlette.routing import Route
 
 from agentic_rag.security.api_keys import ApiKeyStore
 from agentic_rag.storage.postgres import connect
-from tests.live import free_port
+from tests.live import serve_in_thread
 
 ISSUER = "https://issuer.test"
 AUDIENCE = "agentic-rag-tests"
@@ -89,24 +87,12 @@ class RSAIssuer:
     @contextmanager
     def serve(self) -> Iterator[str]:
         """Serve the JWKS on 127.0.0.1; yield its URL."""
-        port = free_port()
 
         async def jwks(_: Any) -> JSONResponse:
             return JSONResponse(self.jwks())
 
-        app = Starlette(routes=[Route("/jwks.json", jwks)])
-        server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-        )
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:
-            time.sleep(0.01)
-        try:
-            yield f"http://127.0.0.1:{port}/jwks.json"
-        finally:
-            server.should_exit = True
-            thread.join(timeout=10)
+        with serve_in_thread(Starlette(routes=[Route("/jwks.json", jwks)])) as url:
+            yield f"{url}/jwks.json"
 
 
 class ECIssuer(RSAIssuer):

@@ -8,21 +8,18 @@ import logging
 import socket
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
 import httpx
 import jwt
 import pytest
-import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp
 
 from agentic_rag.a2a.compat import PushConfig
 from agentic_rag.a2a.push import TOKEN_HEADER, PushNotifier, SigningKeys, validate_config
@@ -33,31 +30,11 @@ from agentic_rag.a2a.schema import (
     TaskStatus,
 )
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
+from tests.live import serve
 
 ISSUER = "https://agent.example"
 LOCAL = SSRFGuard(allow=["127.0.0.1"])
 SECRET = "client-token-9f3e"
-
-
-@asynccontextmanager
-async def serve(app: ASGIApp) -> AsyncIterator[int]:
-    """Run `app` with uvicorn in this event loop on a free port of 127.0.0.1; yield the port."""
-    sock = socket.socket(socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, lifespan="off", log_level="warning", timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            if task.done():
-                task.result()  # startup failed: raise its error here
-            await asyncio.sleep(0.01)
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
 
 
 class Receiver:

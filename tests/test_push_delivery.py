@@ -1,7 +1,6 @@
 """Push notifications through the public API: a webhook set with a message gets the task when
 it pauses and when it ends, signed with a key the agent publishes at /.well-known/jwks.json."""
 
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -9,13 +8,12 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tests.live import LiveServer, free_port
+from tests.live import LiveServer, serve_in_thread
 from tests.rpc import call, text_message
 
 
@@ -37,16 +35,10 @@ class Webhook:
 
 @pytest.fixture
 def webhook() -> Iterator[tuple[Webhook, str]]:
-    hook, port = Webhook(), free_port()
+    hook = Webhook()
     app = Starlette(routes=[Route("/hook", hook.hook, methods=["POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    yield hook, f"http://127.0.0.1:{port}/hook"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_in_thread(app) as url:
+        yield hook, f"{url}/hook"
 
 
 def test_webhook_gets_the_paused_and_the_final_task_signed(

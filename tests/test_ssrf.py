@@ -1,17 +1,11 @@
 """The SSRF guard: URL shapes, address rules, the allow-list, pinning, redirects and TLS."""
 
-import asyncio
 import datetime
-import socket
 import ssl
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -20,30 +14,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp
 
 from agentic_rag.security.ssrf import MAX_REDIRECTS, SSRFGuard, UnsafeURLError
-
-
-@asynccontextmanager
-async def serve(app: ASGIApp, host: str = "127.0.0.1", **config: Any) -> AsyncIterator[int]:
-    """Run `app` with uvicorn in this event loop on a free port of `host`; yield the port."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
-    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning", **config))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            if task.done():
-                task.result()  # startup failed: raise its error here
-            await asyncio.sleep(0.01)
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
-
+from tests.live import serve
 
 hits: dict[str, int] = {}
 

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from agentic_rag.config import Settings
 from agentic_rag.observability.logging import configure_logging
@@ -16,24 +17,22 @@ from agentic_rag.security.api_keys import ApiKeyStore
 log = logging.getLogger("agentic_rag.cli")
 
 
+SETTING_OPTIONS = ("host", "port", "data_dir", "public_url", "insecure", "log_level")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the command line gives; the environment and defaults give the rest."""
+    given = {name: getattr(args, name, None) for name in SETTING_OPTIONS}
+    given["insecure"] = given["insecure"] or None  # an absent --insecure says nothing
+    return {name: value for name, value in given.items() if value is not None}
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from agentic_rag.app import build_app
 
-    overrides = {
-        k: v
-        for k, v in {
-            "host": args.host,
-            "port": args.port,
-            "data_dir": args.data_dir,
-            "public_url": args.public_url,
-            "insecure": args.insecure or None,
-            "log_level": args.log_level,
-        }.items()
-        if v is not None
-    }
-    settings = Settings(**overrides)
+    settings = Settings(**_overrides(args))
     log_config = configure_logging(settings.log_format, settings.log_level)
     app = build_app(settings)
     base = f"http://{settings.host}:{settings.port}"
@@ -58,10 +57,6 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=10,
     )
     return 0
-
-
-def _settings_for_data(args: argparse.Namespace) -> Settings:
-    return Settings(data_dir=args.data_dir) if args.data_dir else Settings()
 
 
 async def _with_keys(settings: Settings, action: Callable[[ApiKeyStore], Awaitable[int]]) -> int:
@@ -99,7 +94,7 @@ def _keys_create(args: argparse.Namespace) -> int:
         print("Store the key now: only its hash is kept.", file=sys.stderr)
         return 0
 
-    return asyncio.run(_with_keys(_settings_for_data(args), create))
+    return asyncio.run(_with_keys(Settings(**_overrides(args)), create))
 
 
 def _keys_list(args: argparse.Namespace) -> int:
@@ -113,7 +108,7 @@ def _keys_list(args: argparse.Namespace) -> int:
             )
         return 0
 
-    return asyncio.run(_with_keys(_settings_for_data(args), show))
+    return asyncio.run(_with_keys(Settings(**_overrides(args)), show))
 
 
 def _keys_revoke(args: argparse.Namespace) -> int:
@@ -124,19 +119,19 @@ def _keys_revoke(args: argparse.Namespace) -> int:
         print(f"agentic-rag keys revoke: no active key {args.id!r}", file=sys.stderr)
         return 1
 
-    return asyncio.run(_with_keys(_settings_for_data(args), revoke))
+    return asyncio.run(_with_keys(Settings(**_overrides(args)), revoke))
 
 
 def _mcp(args: argparse.Namespace) -> int:
     from agentic_rag.mcp.stdio import run_stdio
 
-    return run_stdio(_settings_for_data(args))
+    return run_stdio(Settings(**_overrides(args)))
 
 
 def _doctor(args: argparse.Namespace) -> int:
     from agentic_rag import doctor
 
-    return doctor.main(args)
+    return doctor.main(_overrides(args), as_json=args.json)
 
 
 def main(argv: list[str] | None = None) -> int:

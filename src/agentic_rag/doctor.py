@@ -6,7 +6,6 @@ check by writing one and appending it. A result is `ok`, `warn` (runs, but look 
 `fail` (serve will not work); any `fail` makes the exit code 1.
 """
 
-import argparse
 import asyncio
 import errno
 import json
@@ -501,18 +500,11 @@ def report(results: list[Result], *, as_json: bool) -> str:
     return "\n".join(r.line() for r in results)
 
 
-def main(args: argparse.Namespace) -> int:
-    """`agentic-rag doctor`: print the results, exit 1 if any check failed."""
-    overrides = {
-        k: v
-        for k, v in {
-            "host": args.host,
-            "port": args.port,
-            "data_dir": args.data_dir,
-            "insecure": args.insecure or None,
-        }.items()
-        if v is not None
-    }
+def main(overrides: dict[str, Any], *, as_json: bool = False) -> int:
+    """`agentic-rag doctor`: print the results, exit 1 if any check failed.
+
+    `overrides` are the settings the command line gives; loading them is the first check.
+    """
     results = asyncio.run(run_checks(overrides))
-    print(report(results, as_json=args.json), flush=True)
+    print(report(results, as_json=as_json), flush=True)
     return 1 if any(r.status == "fail" for r in results) else 0
