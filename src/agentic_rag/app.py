@@ -1,6 +1,7 @@
 """Build the Starlette application from settings: routes, and the lifespan that runs the engine."""
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -186,6 +187,9 @@ def build_app(settings: Settings | None = None, registry: SkillRegistry | None =
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         observed.bind(metrics)  # for the background tasks started below, which inherit it
         await engine.start()
+        # What start-up made lives as long as the process: out of the collector's sight, full
+        # collections stay short (measured: p99 82 -> 20 ms at 16 concurrent requests).
+        gc.freeze()
         try:
             async with mcp.run():
                 yield

@@ -81,12 +81,23 @@ class LocalEventBus:
 
 
 class Journal:
-    def __init__(self, store: TaskStore, bus: EventBus) -> None:
+    """Group commit with `in_flight` commits under way at once, published in order.
+
+    While one batch commits, the next gathers and starts committing on another connection, so
+    a request never waits for a commit it is not in. The store keeps the newest snapshot
+    whatever order commits finish in; publication waits for every earlier batch, so followers
+    see a task's events in order.
+    """
+
+    def __init__(self, store: TaskStore, bus: EventBus, *, in_flight: int = 2) -> None:
         self._store = store
         self._bus = bus
         self._pending: list[tuple[TaskWrite, asyncio.Future[None]]] = []
         self._wakeup = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
+        self._slots = asyncio.Semaphore(in_flight)
+        self._published: asyncio.Future[None] | None = None  # the latest batch's publication
+        self._flushes: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
         self._flusher = asyncio.create_task(self._run(), name="journal-flusher")
@@ -95,11 +106,12 @@ class Journal:
         """Flush what is pending, then stop."""
         if self._flusher is None:
             return
-        while self._pending:
-            await self._flush()
         self._flusher.cancel()
         await asyncio.gather(self._flusher, return_exceptions=True)
         self._flusher = None
+        while self._pending:
+            await self._launch()
+        await asyncio.gather(*self._flushes, return_exceptions=True)
 
     def append(
         self, tenant: str, task: Task, last_seq: int, events: list[Event]
@@ -120,28 +132,56 @@ class Journal:
             for _ in range(COMMIT_DELAY_TURNS):
                 await asyncio.sleep(0)
             while self._pending:
-                await self._flush()
+                await self._launch()
 
-    async def _flush(self) -> None:
+    async def _launch(self) -> None:
+        """Start committing everything pending once a commit slot is free."""
+        await self._slots.acquire()
         batch, self._pending = self._pending, []
+        earlier, published = self._published, asyncio.get_running_loop().create_future()
+        self._published = published
+        flush = asyncio.create_task(self._flush(batch, earlier, published))
+        self._flushes.add(flush)
+        flush.add_done_callback(self._flushes.discard)
+
+    async def _flush(
+        self,
+        batch: list[tuple[TaskWrite, asyncio.Future[None]]],
+        earlier: asyncio.Future[None] | None,
+        published: asyncio.Future[None],
+    ) -> None:
+        try:
+            failed = await self._write(batch)
+            if earlier is not None:
+                await earlier
+            self._publish([(w, done) for w, done in batch if w not in failed])
+            for write, done in batch:
+                if write in failed and not done.done():
+                    done.set_exception(failed[write])
+        finally:
+            published.set_result(None)
+            self._slots.release()
+
+    async def _write(
+        self, batch: list[tuple[TaskWrite, asyncio.Future[None]]]
+    ) -> dict[TaskWrite, Exception]:
+        """Write the batch; return the writes that failed, with why."""
         try:
             await self._store.write([w for w, _ in batch])
+            return {}
         except Exception:
             # One bad write must not sink the others: write each task's events on its own.
             log.warning(
                 "journal: a batch of %d writes failed; retrying them one by one", len(batch)
             )
-            for write, done in batch:
-                try:
-                    await self._store.write([write])
-                except Exception as exc:
-                    log.exception("journal: writing events of task %s failed", write.task.id)
-                    if not done.done():
-                        done.set_exception(exc)
-                else:
-                    self._publish([(write, done)])
-            return
-        self._publish(batch)
+        failed: dict[TaskWrite, Exception] = {}
+        for write, _ in batch:
+            try:
+                await self._store.write([write])
+            except Exception as exc:
+                log.exception("journal: writing events of task %s failed", write.task.id)
+                failed[write] = exc
+        return failed
 
     def _publish(self, batch: list[tuple[TaskWrite, asyncio.Future[None]]]) -> None:
         by_task: dict[tuple[str, str], list[Event]] = defaultdict(list)

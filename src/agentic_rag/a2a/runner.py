@@ -127,7 +127,8 @@ class Runner:
             return
         task = active.task
         service.emit(active, states.status_event(task, TaskState.working))
-        invocation = resolve(service.registry, task.history or [])
+        # Resolved when the message was accepted; a recovered task resolves it again.
+        invocation = active.invocation or resolve(service.registry, task.history or [])
         skill = invocation.skill
         try:
             arguments = invocation.validate()

@@ -34,7 +34,7 @@ class StoredTask:
     last_seq: int
 
 
-@dataclass
+@dataclass(eq=False)  # identity: the journal tells writes apart by which one it is
 class TaskWrite:
     """A task's new snapshot and the events that led to it, written in one transaction."""
 
@@ -64,6 +64,7 @@ SELECT t->>'tenant', t->>'id', t->>'context', t->>'state', (t->>'seq')::bigint, 
 FROM batch, jsonb_array_elements(doc->'tasks') AS t
 ON CONFLICT (tenant, id) DO UPDATE
 SET state = excluded.state, last_seq = excluded.last_seq, task = excluded.task, updated_at = now()
+WHERE tasks.last_seq < excluded.last_seq  -- commits may finish out of order: keep the newest
 """
 
 
@@ -114,7 +115,9 @@ class TaskStore:
                         w.task.model_dump_json(by_alias=True, exclude_none=True)
                     ),
                 }
-                for w in latest.values()
+                for _, w in sorted(
+                    latest.items()
+                )  # one lock order: concurrent commits cannot deadlock
             ],
         }
         await self._pool.execute(_WRITE, orjson.dumps(batch).decode())

@@ -22,7 +22,7 @@ from agentic_rag.a2a.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from agentic_rag.a2a.invocation import OUTPUT_MODES, accepts_output, resolve
+from agentic_rag.a2a.invocation import OUTPUT_MODES, Invocation, accepts_output, resolve
 from agentic_rag.a2a.journal import EventBus, Journal, Subscription
 from agentic_rag.a2a.push import PushNotifier, validate_config
 from agentic_rag.a2a.schema import (
@@ -57,6 +57,7 @@ class ActiveTask:
     cancel_requested: bool = False
     done: asyncio.Event = field(default_factory=asyncio.Event)
     written: asyncio.Future[None] | None = None  # the journal write of the latest events
+    invocation: Invocation | None = None  # resolved when the message was accepted
 
     async def durable(self) -> "ActiveTask":
         """Wait until what this task shows is in the database, so clients see no state that
@@ -226,7 +227,8 @@ class TaskService:
     ) -> Accepted:
         context_id = message.context_id or uuid.uuid4().hex
         message = message.model_copy(update={"task_id": task_id, "context_id": context_id})
-        resolve(self.registry, [message]).check()
+        invocation = resolve(self.registry, [message])
+        invocation.check()
         task = Task(
             id=task_id,
             context_id=context_id,
@@ -234,7 +236,7 @@ class TaskService:
             status=TaskStatus(state=TaskState.submitted, timestamp=states.now()),
             history=[message],
         )
-        active = ActiveTask(tenant, task, 0, push=push is not None)
+        active = ActiveTask(tenant, task, 0, push=push is not None, invocation=invocation)
         durable = self.emit(active, task)
         if push is not None:
             await self._save_push_config(tenant, task_id, push)
@@ -274,12 +276,14 @@ class TaskService:
                 "input-required or auth-required"
             )
         message = message.model_copy(update={"task_id": task.id, "context_id": task.context_id})
-        resolve(self.registry, [*(task.history or []), message]).check()
+        invocation = resolve(self.registry, [*(task.history or []), message])
+        invocation.check()
         if push is not None:
             await self._save_push_config(active.tenant, task.id, push)
         events = self.bus.subscribe(active.tenant, task.id) if reply != "created" else None
         durable = self.emit(active, message)
         active.done = asyncio.Event()
+        active.invocation = invocation
         self.active[active.key] = active
         if reply != "final":  # as in _create: a blocking caller sees only the durable end
             await durable
