@@ -494,7 +494,8 @@ async def test_the_hooks_record_into_the_bound_metrics_only() -> None:
         observed.record_rate_limited("api-key")
         with pytest.raises(ValueError), observed.skill_call("search", "mcp"):
             raise ValueError("boom")
-        assert await observed.observe_skill("search", "mcp", _answer()) == 42
+        with observed.skill_call("search", "mcp"):
+            pass
     finally:
         observed.unbind(token)
     observed.record_rate_limited("api-key")
@@ -512,10 +513,6 @@ async def test_the_hooks_record_into_the_bound_metrics_only() -> None:
     count = "agentic_rag_skill_duration_seconds_count"
     assert sample(first, count, skill="search", protocol="mcp") == 2
     assert "agentic_rag_rate_limited_total" in first.render().decode()
-
-
-async def _answer() -> int:
-    return 42
 
 
 # -- the settings table in docs/operations.md --------------------------------------------------

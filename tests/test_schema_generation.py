@@ -1,15 +1,22 @@
-"""The wire types are generated from the official v0.2.1 schema and never drift from it."""
+"""Generated files (the A2A wire types, the OpenAPI document) never drift from their sources."""
 
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_generated_module_matches_the_schema() -> None:
+@pytest.mark.parametrize(
+    "generator",
+    ["generate_schema.py", "generate_openapi.py"],
+    ids=["a2a wire types from the v0.2.1 schema", "spec/openapi.json from the A2A schemas"],
+)
+def test_generated_files_match_their_sources(generator: str) -> None:
     result = subprocess.run(
-        [sys.executable, "scripts/generate_schema.py", "--check"],
+        [sys.executable, f"scripts/{generator}", "--check"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -47,10 +47,6 @@ class TaskNotCancelableError(A2AError):
     code, default_message = -32002, "Task cannot be canceled"
 
 
-class PushNotificationNotSupportedError(A2AError):
-    code, default_message = -32003, "Push Notification is not supported"
-
-
 class UnsupportedOperationError(A2AError):
     code, default_message = -32004, "This operation is not supported"
 

@@ -34,6 +34,7 @@ from agentic_rag.a2a.schema import Message, TaskIdParams
 from agentic_rag.a2a.store import Event
 from agentic_rag.a2a.tasks import Accepted, serialize, with_history
 from agentic_rag.config import Settings
+from agentic_rag.observability.middleware import record_rpc_call
 from agentic_rag.security.principal import ALL_SCOPES, Scope, principal_of
 
 if TYPE_CHECKING:
@@ -165,10 +166,11 @@ class A2AEndpoints:
 
     async def rpc(self, request: Request) -> Response:
         request_id: RequestId = None
+        method: str | None = None
         try:
             body = await self._read_body(request)
             call = jsonrpc.parse(body, max_depth=self._settings.max_json_depth)
-            request_id = call.id
+            request_id, method = call.id, call.method
             handler = self._methods.get(call.method)
             if handler is None:
                 raise MethodNotFoundError(f"Method not found: {call.method}")
@@ -177,17 +179,30 @@ class A2AEndpoints:
                 forbidden = ForbiddenError(
                     f"this credential lacks the scope {needed!r} that {call.method} needs"
                 )
-                return self._error(call.id, forbidden, 403)
-            return await handler(request, call.id, call.params)
+                return self._refuse(request, method, call.id, forbidden, 403)
+            response = await handler(request, call.id, call.params)
+            record_rpc_call(request.scope, method, "ok")
+            return response
         except RPCError as exc:
-            return self._error(exc.request_id, exc.error, exc.status)
+            return self._refuse(request, method, exc.request_id, exc.error, exc.status)
         except A2AError as exc:
-            return self._error(request_id, exc)
+            return self._refuse(request, method, request_id, exc)
         except Exception:
             log.exception("internal error answering a JSON-RPC request")
-            return self._error(
-                request_id, InternalError("internal error; the server log has details")
-            )
+            internal = InternalError("internal error; the server log has details")
+            return self._refuse(request, method, request_id, internal)
+
+    def _refuse(
+        self,
+        request: Request,
+        method: str | None,
+        request_id: RequestId,
+        error: A2AError,
+        status: int = 200,
+    ) -> Response:
+        if status not in (413, 415):  # those refuse a body before any call is read: <unread>
+            record_rpc_call(request.scope, method, str(error.code))
+        return self._error(request_id, error, status)
 
     async def _read_body(self, request: Request) -> bytes:
         content_type = request.headers.get("content-type", "")

@@ -80,10 +80,6 @@ class Accepted:
     seq: int
     events: Subscription | None
 
-    @property
-    def settled(self) -> bool:
-        return states.is_final(self.snapshot.status.state)
-
 
 Reply = Literal["final", "created", "stream"]
 

@@ -1,7 +1,7 @@
 """Operations: structured logs with request ids, Prometheus metrics, health and readiness.
 
 - `logging`: the log configuration (JSON or text) shared with uvicorn, the request-id context.
-- `metrics`: the per-app metrics and the hooks adapters call (`observe_skill`,
+- `metrics`: the per-app metrics and the hooks adapters call (`skill_call`,
   `record_rate_limited`, `record_task_events`).
 - `middleware`: the ASGI middleware that gives every request an id and counts it.
 - `health`: `/healthz`, `/readyz` and `/metrics`.

@@ -13,7 +13,7 @@ ones are counted as `<unknown>`), skills come from the registry.
 
 import asyncio
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, Final
@@ -177,10 +177,6 @@ def unbind(token: Token[Metrics | None]) -> None:
     _CURRENT.reset(token)
 
 
-def current() -> Metrics | None:
-    return _CURRENT.get()
-
-
 def record_rate_limited(credential_kind: str) -> None:
     """The rate limiter refused a request made with this kind of credential (api-key, jwt...)."""
     metrics = _CURRENT.get()
@@ -198,9 +194,3 @@ def record_task_events(previous: Task | None, events: Sequence[object]) -> None:
 def skill_call(skill: str, protocol: str) -> SkillCall:
     """`with skill_call("search", "mcp"): ...` times the block as one call of the skill."""
     return SkillCall(_CURRENT.get(), skill, protocol)
-
-
-async def observe_skill[T](skill: str, protocol: str, call: Awaitable[T]) -> T:
-    """Await `call` (a skill handler's coroutine), timed and counted as one call of `skill`."""
-    with skill_call(skill, protocol):
-        return await call

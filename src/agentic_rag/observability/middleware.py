@@ -7,8 +7,9 @@ For each HTTP request it
 - binds the app's metrics for the code that runs for the request (see `metrics`);
 - counts the request by route template, method and status, and times it;
 - for the A2A JSON-RPC endpoint, counts the call by method and outcome (`ok` or the error
-  code), read from the request body as the app reads it and from the start of the response.
-  A streamed (SSE) answer counts as `ok`: errors after the stream opened are events in it.
+  code), as the endpoint records them (`record_rpc_call`); a call refused before it reached
+  the endpoint (401, 429) is `<unread>`, with the code of the refusal. A streamed (SSE)
+  answer counts as `ok`: errors after the stream opened are events in it.
 """
 
 import time
@@ -33,6 +34,14 @@ UNMATCHED: Final = "<unmatched>"  # the route label of requests no route matched
 UNKNOWN_METHOD: Final = "<unknown>"  # JSON-RPC methods that do not exist
 INVALID_CALL: Final = "<invalid>"  # bodies that are not a readable JSON-RPC call
 UNREAD: Final = "<unread>"  # calls refused before their body was read (401, 429, 415...)
+
+RPC_CALL_KEY: Final = "agentic_rag.rpc_call"  # (method or None if unreadable, outcome)
+
+
+def record_rpc_call(scope: Scope, method: str | None, outcome: str) -> None:
+    """The JSON-RPC endpoint says which method it answered (None: not a readable call) and how."""
+    scope[RPC_CALL_KEY] = (method, outcome)
+
 
 _HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -61,15 +70,8 @@ class ObservabilityMiddleware:
         route = _route(scope)  # before routing changes the scope, and even if it never runs
         method: str = scope["method"] if scope["method"] in _HTTP_METHODS else "OTHER"
         rpc = method == "POST" and scope["path"] == self.rpc_path
-        request_body: list[bytes] = []
-        response_body: list[bytes] = []
+        refusal_body: list[bytes] = []  # kept only for a call the endpoint never saw
         response: dict[str, object] = {}  # status and content type, once started
-
-        async def receive_and_keep() -> Message:
-            message = await receive()
-            if message["type"] == "http.request":
-                request_body.append(message.get("body", b""))
-            return message
 
         async def send_and_count(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -80,12 +82,12 @@ class ObservabilityMiddleware:
                 self.metrics.child(
                     self.metrics.http_requests, route, method, str(message["status"])
                 ).inc()
-            elif message["type"] == "http.response.body" and rpc:
-                response_body.append(message.get("body", b""))
+            elif message["type"] == "http.response.body" and rpc and RPC_CALL_KEY not in scope:
+                refusal_body.append(message.get("body", b""))
             await send(message)
 
         try:
-            await self.app(scope, receive_and_keep if rpc else receive, send_and_count)
+            await self.app(scope, receive, send_and_count)
         except BaseException:
             if "status" not in response:
                 self.metrics.child(self.metrics.http_requests, route, method, "500").inc()
@@ -100,24 +102,28 @@ class ObservabilityMiddleware:
             if rpc:
                 status = response.get("status")
                 self._count_call(
-                    request_body,
-                    response_body,
+                    scope.get(RPC_CALL_KEY),
+                    refusal_body,
                     status if isinstance(status, int) else 500,
                     str(response.get("type", "")),
                 )
             metrics_module.unbind(metrics_token)
 
     def _count_call(
-        self, request: list[bytes], response: list[bytes], status: int, content_type: str
+        self,
+        recorded: tuple[str | None, str] | None,
+        refusal: list[bytes],
+        status: int,
+        content_type: str,
     ) -> None:
-        outcome = _rpc_outcome(b"".join(response), status, content_type)
-        method = _rpc_method(b"".join(request)) if request else None
-        if not request:
-            label = UNREAD
-        elif method is None:
-            label = INVALID_CALL
+        if recorded is None:  # refused before the endpoint: read the refusal's code
+            label, outcome = UNREAD, _rpc_outcome(b"".join(refusal), status, content_type)
         else:
-            label = method if method in self.rpc_methods else UNKNOWN_METHOD
+            method, outcome = recorded
+            if method is None:
+                label = INVALID_CALL
+            else:
+                label = method if method in self.rpc_methods else UNKNOWN_METHOD
         self.metrics.child(self.metrics.jsonrpc_calls, label, outcome).inc()
 
 
@@ -146,15 +152,6 @@ def _path(route: BaseRoute, scope: Scope) -> str | None:
         return route.path + inner if inner else None
     path = getattr(route, "path", None)
     return path if isinstance(path, str) else None
-
-
-def _rpc_method(body: bytes) -> str | None:
-    try:
-        call = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    method = call.get("method") if isinstance(call, dict) else None
-    return method if isinstance(method, str) else None
 
 
 def _rpc_outcome(body: bytes, status: int, content_type: str) -> str:

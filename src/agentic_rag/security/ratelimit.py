@@ -67,6 +67,3 @@ class RateLimiter:
     async def _retry_after(self, item: RateLimitItem, *identifiers: str) -> float:
         stats = await self._limiter.get_window_stats(item, *identifiers)
         return max(1.0, stats.reset_time - time.time())
-
-    async def check_storage(self) -> bool:
-        return bool(await self._storage.check())
