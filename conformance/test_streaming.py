@@ -198,3 +198,23 @@ def test_resubscribe_to_a_finished_task_sends_the_snapshot_and_final_status(rpc:
     assert state(events[1].result) == "completed"
     assert events[1].result["final"] is True
     assert events[1].result["taskId"] == task["id"]
+
+
+def test_resubscribe_to_a_finished_task_with_nothing_later_still_tells_its_status(
+    rpc: Rpc,
+) -> None:
+    """§12.2: with `Last-Event-ID` at (or past) the task's last event there is nothing to
+    replay; the stream is not empty all the same: it carries the final status, without an
+    event id (it is not in the log), then closes."""
+    with rpc.stream("message/stream", send_params("hello")) as original:
+        last = original.until_closed()[-1]
+    for after in (last.seq, last.seq + 100):
+        with rpc.stream(
+            "tasks/resubscribe", {"id": last.task_id}, headers={"last-event-id": str(after)}
+        ) as stream:
+            events = stream.until_closed()
+            assert stream.closed
+        assert _kinds(events) == ["status-update"]
+        assert events[0].id is None
+        assert state(events[0].result) == "completed"
+        assert events[0].result["final"] is True

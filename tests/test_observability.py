@@ -8,6 +8,7 @@ import os
 import pty
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -385,6 +386,35 @@ def test_metrics_count_http_requests_calls_transitions_and_skills(
     assert delta(http, route="/metrics", method="GET", status="200") == 1  # the first scrape
     assert delta("agentic_rag_http_request_duration_seconds_count", route="/", method="POST") == 7
     assert value(after, "process_cpu_seconds_total") > 0
+
+
+def test_a_client_that_leaves_mid_body_is_counted_not_logged_as_an_error(
+    database_url: str, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client that closes its connection before sending the body it announced (a load
+    generator stopping, a peer timing out) is no server error: no traceback, no task."""
+    with (
+        live_server(conformance_registry(), database_url=database_url, data_dir=data_dir) as s,
+        httpx.Client(base_url=s.url, timeout=30) as client,
+    ):
+        before = scrape(client)
+        host, port = s.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as raw:
+            raw.sendall(
+                b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 500\r\n\r\n{"jsonrpc": "2.0", "id": 1, "method": "mess'
+            )
+        calls = "agentic_rag_jsonrpc_calls_total"
+        deadline = time.monotonic() + 10
+        while value(scrape(client), calls, method="<invalid>", outcome="disconnected") < 1:
+            assert time.monotonic() < deadline, "the disconnected call was never counted"
+            time.sleep(0.05)
+        after = scrape(client)
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [], [r.getMessage() for r in errors]
+    assert value(after, "agentic_rag_task_transitions_total", state="submitted") == value(
+        before, "agentic_rag_task_transitions_total", state="submitted"
+    )
 
 
 JSON = "application/json"

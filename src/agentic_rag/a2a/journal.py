@@ -12,7 +12,6 @@ from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
-from agentic_rag.a2a.schema import Task
 from agentic_rag.a2a.store import Event, TaskStore, TaskWrite
 
 log = logging.getLogger(__name__)
@@ -113,12 +112,10 @@ class Journal:
             await self._launch()
         await asyncio.gather(*self._flushes, return_exceptions=True)
 
-    def append(
-        self, tenant: str, task: Task, last_seq: int, events: list[Event]
-    ) -> asyncio.Future[None]:
-        """Queue `events` and the snapshot they lead to; the future resolves once durable."""
+    def append(self, write: TaskWrite) -> asyncio.Future[None]:
+        """Queue events and the snapshot they lead to; the future resolves once durable."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((TaskWrite(tenant, task, last_seq, events), done))
+        self._pending.append((write, done))
         self._wakeup.set()
         return done
 

@@ -12,7 +12,6 @@ import hashlib
 import json
 import logging
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Self
@@ -33,6 +32,7 @@ from tenacity import (
 
 from agentic_rag.a2a.compat import PushConfig
 from agentic_rag.a2a.schema import Task
+from agentic_rag.ids import new_id
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
 
 log = logging.getLogger(__name__)
@@ -230,7 +230,7 @@ class PushNotifier:
                 "aud": config.url,
                 "iat": issued,
                 "exp": issued + JWT_LIFETIME,
-                "jti": uuid.uuid4().hex,  # new per attempt: receivers may reject replayed ids
+                "jti": new_id(),  # new per attempt: receivers may reject replayed ids
                 "taskId": task_id,
             }
         )

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel, ValidationError
 from sse_starlette import EventSourceResponse, ServerSentEvent
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from agentic_rag.a2a import jsonrpc, states
+from agentic_rag.a2a import jsonrpc
 from agentic_rag.a2a.card import agent_card, card_documents
 from agentic_rag.a2a.compat import (
     PushConfigDelete,
@@ -32,7 +32,7 @@ from agentic_rag.a2a.errors import (
 from agentic_rag.a2a.jsonrpc import RequestId, RPCError
 from agentic_rag.a2a.schema import Message, TaskIdParams
 from agentic_rag.a2a.store import Event
-from agentic_rag.a2a.tasks import Accepted, serialize, with_history
+from agentic_rag.a2a.tasks import Accepted, final_status, with_history
 from agentic_rag.config import Settings
 from agentic_rag.observability.middleware import record_rpc_call
 from agentic_rag.security.principal import ALL_SCOPES, Scope, principal_of
@@ -70,8 +70,6 @@ def _dump(model: BaseModel) -> str:
 def _validate[M: BaseModel](model: type[M], params: Any) -> M:
     if not isinstance(params, dict):
         raise InvalidParamsError("params must be an object")
-    if jsonrpc.contains_nul(params):  # PostgreSQL text and jsonb cannot store U+0000
-        raise InvalidParamsError("params must not contain the character U+0000 (NUL)")
     try:
         # Strict and in JSON mode: "2" is not an integer and "yes" not a boolean (§12.1).
         return model.model_validate_json(orjson.dumps(params), strict=True)
@@ -180,6 +178,9 @@ class A2AEndpoints:
                     f"this credential lacks the scope {needed!r} that {call.method} needs"
                 )
                 return self._refuse(request, method, call.id, forbidden, 403)
+            # PostgreSQL text and jsonb cannot store U+0000
+            if jsonrpc.may_contain_nul(body) and jsonrpc.contains_nul(call.params):
+                raise InvalidParamsError("params must not contain the character U+0000 (NUL)")
             response = await handler(request, call.id, call.params)
             record_rpc_call(request.scope, method, "ok")
             return response
@@ -187,6 +188,9 @@ class A2AEndpoints:
             return self._refuse(request, method, exc.request_id, exc.error, exc.status)
         except A2AError as exc:
             return self._refuse(request, method, request_id, exc)
+        except ClientDisconnect:  # gone before its body arrived: nobody to answer, nothing done
+            record_rpc_call(request.scope, method, "disconnected")
+            return Response(status_code=400)
         except Exception:
             log.exception("internal error answering a JSON-RPC request")
             internal = InternalError("internal error; the server log has details")
@@ -248,18 +252,16 @@ class A2AEndpoints:
         )
         if isinstance(outcome, Message):
             return self._result(rid, _dump(outcome))
-        if outcome.events is not None:
-            try:
-                async for event in outcome.events:
-                    if event.seq > outcome.seq and event.final:
-                        break
-            finally:
-                outcome.events.close()
-            task = outcome.task.task
-        else:
-            task = outcome.snapshot
         history = config.history_length if config else None
-        return self._result(rid, _dump(with_history(task, history)))
+        if outcome.events is None:
+            return self._result(rid, _dump(with_history(outcome.snapshot, history)))
+        try:
+            async for event in outcome.events:
+                if event.seq > outcome.seq and event.final:
+                    break
+        finally:
+            outcome.events.close()
+        return self._result(rid, outcome.task.snapshot_json(history))
 
     async def _stream(self, request: Request, rid: RequestId, params: Any) -> Response:
         send = _validate(SendParams, params)
@@ -354,9 +356,7 @@ async def _accepted_events(
     snapshot = Event(outcome.seq, "task", False, _dump(outcome.snapshot))
     yield _sse_event(rid, snapshot, snapshot.json, with_id=True)
     if outcome.events is None:  # a retry of a message to a task that is already settled
-        final = states.status_event(outcome.snapshot, outcome.snapshot.status.state)
-        final = final.model_copy(update={"status": outcome.snapshot.status})
-        yield _sse_event(rid, None, serialize(final, 0).json, with_id=False)
+        yield _sse_event(rid, None, final_status(outcome.snapshot).json, with_id=False)
         return
     try:
         async for event in outcome.events:

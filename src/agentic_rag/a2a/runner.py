@@ -2,7 +2,6 @@
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -22,6 +21,7 @@ from agentic_rag.a2a.tasks import (
     data_part,
     text_part,
 )
+from agentic_rag.ids import new_id
 from agentic_rag.observability import metrics as observed
 from agentic_rag.skills import InputRequired, SkillError
 
@@ -137,7 +137,7 @@ class Runner:
             if not isinstance(output, skill.output_model):
                 raise TypeError(f"skill {skill.name} returned {type(output).__name__}")
             result = Artifact(
-                artifact_id=uuid.uuid4().hex,
+                artifact_id=new_id(),
                 name=skill.name,
                 parts=[
                     text_part(skill.readable(output)),

@@ -5,6 +5,7 @@ Every query is scoped by tenant. The SQL of these tables lives here and nowhere 
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import asyncpg
 import orjson
@@ -42,6 +43,11 @@ class TaskWrite:
     task: Task
     last_seq: int
     events: list[Event]
+
+    @cached_property
+    def snapshot_json(self) -> str:
+        """The snapshot as JSON: made once, for the database and for the answer that shows it."""
+        return self.task.model_dump_json(by_alias=True, exclude_none=True)
 
 
 # The whole batch travels as one JSON document that PostgreSQL takes apart: encoding it is one
@@ -111,9 +117,7 @@ class TaskStore:
                     "context": w.task.context_id,
                     "state": w.task.status.state.value,
                     "seq": w.last_seq,
-                    "task": orjson.Fragment(
-                        w.task.model_dump_json(by_alias=True, exclude_none=True)
-                    ),
+                    "task": orjson.Fragment(w.snapshot_json),
                 }
                 for _, w in sorted(
                     latest.items()

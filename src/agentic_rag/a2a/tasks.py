@@ -7,7 +7,6 @@ every other task is read from the store when needed. Every change goes through
 
 import asyncio
 import logging
-import uuid
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -36,7 +35,8 @@ from agentic_rag.a2a.schema import (
     TaskStatusUpdateEvent,
     TextPart,
 )
-from agentic_rag.a2a.store import Event, TaskStore
+from agentic_rag.a2a.store import Event, TaskStore, TaskWrite
+from agentic_rag.ids import new_id
 from agentic_rag.observability import metrics as observed
 from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.skills import SkillRegistry
@@ -57,6 +57,7 @@ class ActiveTask:
     cancel_requested: bool = False
     done: asyncio.Event = field(default_factory=asyncio.Event)
     written: asyncio.Future[None] | None = None  # the journal write of the latest events
+    journaled: TaskWrite | None = None  # what that write holds
     invocation: Invocation | None = None  # resolved when the message was accepted
 
     async def durable(self) -> "ActiveTask":
@@ -65,6 +66,15 @@ class ActiveTask:
         while self.written is not None and not self.written.done():
             await asyncio.shield(self.written)
         return self
+
+    def snapshot_json(self, history_length: int | None = None) -> str:
+        """The task as JSON, as `with_history` cuts it; the journal made it once already."""
+        journaled = self.journaled
+        if history_length is None and journaled is not None and journaled.task is self.task:
+            return journaled.snapshot_json
+        return with_history(self.task, history_length).model_dump_json(
+            by_alias=True, exclude_none=True
+        )
 
     @property
     def key(self) -> tuple[str, str]:
@@ -116,6 +126,12 @@ def serialize(event: states.TaskEvent, seq: int) -> Event:
     return Event(seq, event.kind, final, event.model_dump_json(by_alias=True, exclude_none=True))
 
 
+def final_status(task: Task) -> Event:
+    """The status-update that tells a follower a settled task's state; not logged (no seq)."""
+    final = states.status_event(task, task.status.state)
+    return serialize(final.model_copy(update={"status": task.status}), 0)
+
+
 def with_history(task: Task, history_length: int | None) -> Task:
     """`task` with the last `history_length` messages (§12.6: absent means all, 0 none)."""
     if history_length is None or task.history is None:
@@ -138,7 +154,7 @@ def agent_text(text: str, task: Task) -> Message:
     return Message(
         role=Role.agent,
         kind="message",
-        message_id=uuid.uuid4().hex,
+        message_id=new_id(),
         parts=[text_part(text)],
         task_id=task.id,
         context_id=task.context_id,
@@ -173,7 +189,8 @@ class TaskService:
             active.task = states.apply(active.task if active.last_seq else None, event)
             active.last_seq += 1
             logged.append(serialize(event, active.last_seq))
-        active.written = self.journal.append(active.tenant, active.task, active.last_seq, logged)
+        active.journaled = TaskWrite(active.tenant, active.task, active.last_seq, logged)
+        active.written = self.journal.append(active.journaled)
         return active.written
 
     def _lock(self, tenant: str, task_id: str) -> asyncio.Lock:
@@ -211,7 +228,7 @@ class TaskService:
                 f"none is in acceptedOutputModes {config.accepted_output_modes}"
             )
         if message.task_id is None:
-            return await self._create(tenant, uuid.uuid4().hex, message, push_config, reply)
+            return await self._create(tenant, new_id(), message, push_config, reply)
         async with self._lock(tenant, message.task_id):
             existing = await self._load(tenant, message.task_id)
             if existing is None:  # a client-chosen id (§12.3)
@@ -221,7 +238,7 @@ class TaskService:
     async def _create(
         self, tenant: str, task_id: str, message: Message, push: PushConfig | None, reply: Reply
     ) -> Accepted:
-        context_id = message.context_id or uuid.uuid4().hex
+        context_id = message.context_id or new_id()
         message = message.model_copy(update={"task_id": task_id, "context_id": context_id})
         invocation = resolve(self.registry, [message])
         invocation.check()
@@ -332,16 +349,18 @@ class TaskService:
                 snapshot = stored.task.model_dump_json(by_alias=True, exclude_none=True)
                 yield Event(stored.last_seq, "task", False, snapshot)
                 if settled:
-                    final = states.status_event(stored.task, stored.task.status.state)
-                    final = final.model_copy(update={"status": stored.task.status})
-                    yield serialize(final, 0)
+                    yield final_status(stored.task)
                     return
             else:
+                told = False
                 for event in await self.store.events_after(tenant, task_id, after):
                     last = max(last, event.seq)
                     if event.streamed:
+                        told = True
                         yield event
                 if settled:
+                    if not told:  # the client has seen it all: say again how the task stands
+                        yield final_status(stored.task)
                     return
             async for event in events:
                 if event.seq <= last:
@@ -363,7 +382,7 @@ class TaskService:
 
     async def _save_push_config(self, tenant: str, task_id: str, config: PushConfig) -> PushConfig:
         if config.id is None:
-            config = config.model_copy(update={"id": uuid.uuid4().hex})
+            config = config.model_copy(update={"id": new_id()})
         await self.store.put_push_config(tenant, task_id, config)
         return config
 

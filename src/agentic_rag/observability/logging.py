@@ -15,12 +15,13 @@ import logging
 import logging.config
 import re
 import sys
-import uuid
 from contextvars import ContextVar
 from typing import Any, Literal, TextIO
 
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
+
+from agentic_rag.ids import new_id
 
 type LogFormat = Literal["json", "text"]
 
@@ -40,7 +41,7 @@ def sane_request_id(value: str | None) -> str | None:
 
 
 def new_request_id() -> str:
-    return uuid.uuid4().hex
+    return new_id()
 
 
 def resolve_format(configured: LogFormat | None, stream: TextIO | None = None) -> LogFormat:

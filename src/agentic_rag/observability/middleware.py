@@ -67,9 +67,11 @@ class ObservabilityMiddleware:
         rid_token = REQUEST_ID.set(request_id)
         metrics_token = metrics_module.bind(self.metrics)
         started = time.perf_counter()
-        route = _route(scope)  # before routing changes the scope, and even if it never runs
         method: str = scope["method"] if scope["method"] in _HTTP_METHODS else "OTHER"
         rpc = method == "POST" and scope["path"] == self.rpc_path
+        # Before routing changes the scope, and even if it never runs; the busiest route
+        # without matching every route against it.
+        route = self.rpc_path if rpc else _route(scope)
         refusal_body: list[bytes] = []  # kept only for a call the endpoint never saw
         response: dict[str, object] = {}  # status and content type, once started
 
