@@ -157,16 +157,25 @@ class Server:
         return self.postmaster
 
     def _tree(self) -> list[psutil.Process]:
+        return self._server_tree() + self._postgres_tree()
+
+    def _server_tree(self) -> list[psutil.Process]:
+        """The server's own processes: one, or a supervisor and its workers."""
         assert self.process is not None
-        procs: list[psutil.Process] = []
-        roots = [psutil.Process(self.process.pid)] if self.process.poll() is None else []
+        if self.process.poll() is not None:
+            return []
+        with contextlib.suppress(psutil.Error):
+            root = psutil.Process(self.process.pid)
+            return [root, *root.children(recursive=True)]
+        return []
+
+    def _postgres_tree(self) -> list[psutil.Process]:
         postmaster = self._find_postmaster()
-        if postmaster is not None:
-            roots.append(postmaster)
-        for root in roots:
-            with contextlib.suppress(psutil.Error):
-                procs += [root, *root.children(recursive=True)]
-        return procs
+        if postmaster is None:
+            return []
+        with contextlib.suppress(psutil.Error):
+            return [postmaster, *postmaster.children(recursive=True)]
+        return []
 
     def refresh_tree(self) -> list[psutil.Process]:
         """The live process tree; remembers every pid seen, for the final clean-up."""
@@ -175,6 +184,9 @@ class Server:
             known = self.seen.setdefault(proc.pid, proc)
             procs.append(known)
         return procs
+
+    def server_pids(self) -> set[int]:
+        return {proc.pid for proc in self._server_tree()}
 
     def cpu_snapshot(self) -> CpuSnapshot:
         per_pid: dict[int, float] = {}
@@ -185,25 +197,24 @@ class Server:
         return CpuSnapshot(time.monotonic(), per_pid)
 
     def cpu_since(self, before: CpuSnapshot) -> tuple[float, float]:
-        """(server process, whole tree) CPU since `before`, in % of one core."""
+        """(server processes, whole tree) CPU since `before`, in % of one core."""
         after = self.cpu_snapshot()
         wall = max(after.wall - before.wall, 1e-9)
-        server = after.per_pid.get(self.server_pid or -1, 0.0) - before.per_pid.get(
-            self.server_pid or -1, 0.0
-        )
-        tree = sum(t - before.per_pid.get(pid, 0.0) for pid, t in after.per_pid.items())
-        return 100 * server / wall, 100 * tree / wall
+        used = {pid: t - before.per_pid.get(pid, 0.0) for pid, t in after.per_pid.items()}
+        server = sum(used.get(pid, 0.0) for pid in self.server_pids())
+        return 100 * server / wall, 100 * sum(used.values()) / wall
 
     def memory(self) -> tuple[float, float]:
-        """(server process RSS, whole tree PSS) in MiB. PSS counts shared pages once."""
+        """(server processes' RSS, whole tree PSS) in MiB. PSS counts shared pages once."""
         rss = 0.0
         pss = 0.0
+        server = self.server_pids()
         for proc in self.refresh_tree():
             with contextlib.suppress(psutil.Error):
                 info = proc.memory_full_info()
                 pss += getattr(info, "pss", info.rss)
-                if proc.pid == self.server_pid:
-                    rss = info.rss
+                if proc.pid in server:
+                    rss += info.rss
         return rss / 2**20, pss / 2**20
 
     def stop(self, timeout: float = 60.0) -> None:

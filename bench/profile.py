@@ -1,6 +1,6 @@
 """Where does a server's time go under message/send load? py-spy, sampled while wrk runs.
 
-    .venv/bin/python bench/profile.py                       # ours, concurrency 16, 20 s
+    .venv/bin/python bench/profile.py                       # ours (1 worker), c16, 20 s
     .venv/bin/python bench/profile.py --server reference --seconds 10 --fill 10000
 
 Installs py-spy into bench/.venv-tools (gitignored) if needed, starts the server fresh (as
@@ -114,7 +114,8 @@ def _rows(counts: Counts, samples: int) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", default="ours", choices=("ours", "reference", "floor"))
+    # One process to sample: ours with one worker (its workers are alike).
+    parser.add_argument("--server", default="ours-1", choices=("ours-1", "reference", "floor"))
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--fill", type=int, default=0, help="tasks to store first")

@@ -9,6 +9,7 @@ LABELS = {
     "floor": "floor (bare Starlette)",
     "reference": "reference (a2a-sdk 0.2.16)",
     "ours": "ours (agentic-rag)",
+    "ours-1": "ours, 1 worker",
 }
 
 
@@ -72,9 +73,9 @@ def _throughput(results: dict[str, Any]) -> list[str]:
         f"unique messageId per request, every answer checked (HTTP 200, task `completed`). "
         f"Median of {plan['rounds']} round(s) of {plan['measure_s']} s after a "
         f"{plan['warmup_s']} s warm-up; the servers run side by side, interleaved. "
-        "CPU is in % of one core: the server process alone, then with its children "
-        "(ours: embedded PostgreSQL); `wrk` is the load generator's own CPU; *other* is the rest "
-        "of the machine (other users of the shared cores: noise).",
+        "CPU is in % of one core: the server's processes (ours: its workers and their "
+        "supervisor), then with the embedded PostgreSQL; `wrk` is the load generator's own "
+        "CPU; *other* is the rest of the machine (other users of the shared cores: noise).",
         "",
         *_table(
             [
@@ -339,6 +340,8 @@ def render_markdown(results: dict[str, Any]) -> str:
         + "; reference: "
         + ", ".join(f"{k} {v}" for k, v in ref.items()),
         f"- load generator: {meta['wrk']} (message/send), asyncio SSE client (message/stream)",
+        f"- ours: `run-sut --workers {meta.get('ours_workers', 1)}` (worker processes on one "
+        "embedded PostgreSQL); ours, 1 worker: `run-sut --workers 1`, in the throughput phase only",
         "- server start-up (throughput phase): "
         + ", ".join(f"{k} {v} s" for k, v in results["throughput"].get("startup_s", {}).items()),
         "",

@@ -57,7 +57,9 @@ REFERENCE_VENV = BENCH / ".venv-reference"
 REFERENCE_REQUIREMENTS = BENCH / "reference" / "requirements.txt"
 PROJECT_PYTHON = ROOT / ".venv" / "bin" / "python"
 RUN_SUT = ROOT / "conformance" / "run-sut"
-SERVER_NAMES = ("floor", "reference", "ours")
+SERVER_NAMES = ("floor", "reference", "ours", "ours-1")
+OURS_WORKERS = 2  # `ours` as an operator of these 2-core machines runs it; `ours-1`: one process
+THROUGHPUT_ONLY = {"ours-1"}  # measured beside the others for comparison, in phase 1 only
 CONCURRENCY = (1, 16, 64)
 
 
@@ -217,8 +219,8 @@ def make_server(name: str, tag: str) -> Server:
             str(REFERENCE_VENV / "bin" / "python"), str(BENCH / "reference" / "server.py"),
             "--port", str(port),
         ]  # fmt: skip
-    elif name == "ours":
-        data_dir = WORK / "data" / f"ours-{tag}"
+    elif name in ("ours", "ours-1"):
+        data_dir = WORK / "data" / f"{name}-{tag}"
         shutil.rmtree(data_dir, ignore_errors=True)
         data_dir.parent.mkdir(parents=True, exist_ok=True)
         _data_dirs.append(data_dir)
@@ -229,12 +231,14 @@ def make_server(name: str, tag: str) -> Server:
             str(port),
             "--data-dir",
             str(data_dir),
+            "--workers",
+            str(OURS_WORKERS if name == "ours" else 1),
         ]
     else:
         raise ValueError(name)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     server = Server(name=name, command=command, port=port, log_path=logs, cwd=ROOT, env=env)
-    if name == "ours":
+    if name in ("ours", "ours-1"):
         server.postgres_dir = (data_dir / "postgres").resolve()
     return server
 
@@ -551,6 +555,7 @@ def machine_info() -> dict[str, Any]:
         "loadavg_start": [round(x, 2) for x in os.getloadavg()],
         "wrk": wrk_version,
         "git": git,
+        "ours_workers": OURS_WORKERS,
         "project_packages": project,
         "reference_packages": _version_in(
             REFERENCE_VENV / "bin" / "python", ["a2a-sdk", "uvicorn", "starlette", "pydantic"]
@@ -567,7 +572,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--only",
         default=",".join(SERVER_NAMES),
-        help="comma-separated subset of floor,reference,ours (default: all three)",
+        help="comma-separated subset of floor,reference,ours,ours-1 (default: all)",
     )
     parser.add_argument("--output", default="latest", help="results file stem (default: latest)")
     parser.add_argument(
@@ -604,7 +609,7 @@ def main() -> int:
         results["throughput"] = phase_throughput(plan, names)
     if "accumulate" not in skip:
         gate = QuietGate(threshold_pct=plan.quiet_pct, budget_s=plan.quiet_budget_s)
-        for name in names:
+        for name in (n for n in names if n not in THROUGHPUT_ONLY):
             try:
                 acc, streams = phase_accumulate_and_stream(plan, name, gate)
             except RuntimeError as exc:

@@ -7,12 +7,19 @@
 """
 
 import asyncio
+import os
 import re
 
 from pydantic import BaseModel, Field
+from starlette.applications import Starlette
 
+from agentic_rag.app import build_app
+from agentic_rag.config import Settings
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
 from agentic_rag.skills.help import add_help
+
+# run-sut hands --echo-delay to its worker processes in this environment variable.
+ECHO_DELAY_VARIABLE = "RUN_SUT_ECHO_DELAY"
 
 TASK = re.compile(r"^\s*task(?:\s+(\d+))?(?:\s+(\d+))?\s*$", re.IGNORECASE)
 
@@ -56,3 +63,8 @@ def conformance_registry(echo_delay: float = 0.0) -> SkillRegistry:
 
     add_help(registry, default=False)
     return registry
+
+
+def sut_app() -> Starlette:
+    """What each run-sut worker serves: these skills, settings from the environment."""
+    return build_app(Settings(), conformance_registry(float(os.environ[ECHO_DELAY_VARIABLE])))

@@ -2,11 +2,14 @@
 
 - `live_server`: the whole app, on its own database, in a background thread;
 - `serve_in_thread`: any ASGI app (webhooks, identity providers) in a background thread;
-- `serve`: any ASGI app in the test's own event loop.
+- `serve`: any ASGI app in the test's own event loop;
+- `run_sut`: conformance/run-sut in a process of its own (that a test may kill).
 """
 
 import asyncio
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
 from starlette.types import ASGIApp
 
@@ -93,3 +97,31 @@ def live_server(
     )
     with serve_in_thread(build_app(config, registry), lifespan="on", port=config.port) as url:
         yield LiveServer(url, config)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_sut(port: int, data_dir: Path, *args: str) -> subprocess.Popen[bytes]:
+    """Start `conformance/run-sut --port PORT --data-dir DIR ARGS`; return it once ready."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = data_dir / f"run-sut-{time.monotonic_ns()}.log"
+    command = [sys.executable, str(ROOT / "conformance" / "run-sut"), "--port", str(port)]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [*command, "--data-dir", str(data_dir), *args],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            pass
+        assert process.poll() is None, log_path.read_text()
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"run-sut did not start:\n{log_path.read_text()}")

@@ -115,7 +115,9 @@ async def test_the_database_check_reports_pgvector_and_migrations(database_url: 
     assert fresh["pgvector"].status == "ok"
     assert "not created yet" in fresh["pgvector"].detail
     assert fresh["migrations"].status == "warn"
-    assert fresh["migrations"].detail == "2 of 2 pending: 0001_a2a.sql, 0002_api_keys.sql"
+    assert fresh["migrations"].detail == (
+        "3 of 3 pending: 0001_a2a.sql, 0002_api_keys.sql, 0003_task_workers.sql"
+    )
     assert "applies them at start" in fresh["migrations"].fix
 
     conn = await asyncpg.connect(database_url)
@@ -123,7 +125,7 @@ async def test_the_database_check_reports_pgvector_and_migrations(database_url: 
         await migrate(conn)
         migrated = by_check(await run_checks(overrides))
         assert migrated["migrations"].status == "ok"
-        assert migrated["migrations"].detail == "all 2 applied"
+        assert migrated["migrations"].detail == "all 3 applied"
         assert migrated["pgvector"].detail.startswith("available (")
         assert "installed" in migrated["pgvector"].detail
 

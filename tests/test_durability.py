@@ -3,8 +3,6 @@
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,10 +13,8 @@ from agentic_rag.a2a.schema import Message, Part, Role, Task, TaskState, TaskSta
 from agentic_rag.a2a.store import TaskStore
 from agentic_rag.a2a.tasks import serialize
 from conformance.skills import conformance_registry
-from tests.live import free_port, live_server
+from tests.live import free_port, live_server, run_sut
 from tests.rpc import call, stream, text_message
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_a_restart_loses_nothing(database_url: str, data_dir: Path) -> None:
@@ -57,36 +53,9 @@ def test_a_restart_loses_nothing(database_url: str, data_dir: Path) -> None:
     assert continued["artifacts"][0]["parts"][0]["text"] == "you said: after the restart"
 
 
-def _start_sut(port: int, data_dir: Path) -> subprocess.Popen[bytes]:
-    log = (data_dir / f"run-sut-{time.monotonic_ns()}.log").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "conformance" / "run-sut"),
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data_dir),
-        ],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/.well-known/agent.json", timeout=1)
-            return process
-        except httpx.TransportError:
-            assert process.poll() is None, Path(log.name).read_text()
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"run-sut did not start:\n{Path(log.name).read_text()}")
-
-
 def test_a_task_running_when_the_process_dies_is_failed_with_a_reason(tmp_path: Path) -> None:
     port = free_port()
-    process = _start_sut(port, tmp_path)
+    process = run_sut(port, tmp_path)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             send = {"message": text_message("task 100 100"), "configuration": {"blocking": False}}
@@ -98,7 +67,7 @@ def test_a_task_running_when_the_process_dies_is_failed_with_a_reason(tmp_path: 
                 time.sleep(0.05)
         os.kill(process.pid, signal.SIGKILL)  # no shutdown code runs
         process.wait(timeout=10)
-        process = _start_sut(port, tmp_path)
+        process = run_sut(port, tmp_path)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             recovered = call(client, "tasks/get", {"id": task["id"]})["result"]
     finally:

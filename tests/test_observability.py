@@ -239,7 +239,7 @@ def test_serve_writes_json_lines_with_request_ids_and_no_secrets(
     assert ("agentic_rag.observability.health", "WARNING") in ready
     assert ("uvicorn.access", "INFO") in ready
     assert any("0002_api_keys.sql" in r["message"] for r in by_id["ready-1"])
-    assert any(line["logger"] == "agentic_rag.cli" for line in by_id[None])  # startup lines
+    assert any(line["logger"] == "agentic_rag.serving" for line in by_id[None])  # startup lines
     for secret in secrets:
         assert secret not in output
 
@@ -256,7 +256,7 @@ def test_serve_writes_text_when_asked(serve_process: tuple[str, Path, dict[str, 
     access = [line for line in lines if "[text-1]" in line]
     assert len(access) == 1
     assert "INFO" in access[0] and "uvicorn.access" in access[0] and "/healthz" in access[0]
-    assert any("[-] agentic_rag.cli: A2A JSON-RPC at" in line for line in lines)
+    assert any("[-] agentic_rag.serving: A2A JSON-RPC at" in line for line in lines)
     assert not any(line.startswith("{") for line in lines)
 
 

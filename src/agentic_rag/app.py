@@ -11,6 +11,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 
+from agentic_rag.a2a.cluster import Cluster
 from agentic_rag.a2a.journal import Journal, LocalEventBus
 from agentic_rag.a2a.push import PushNotifier, SigningKeys
 from agentic_rag.a2a.routes import METHOD_SCOPES, A2AEndpoints
@@ -94,7 +95,9 @@ class Engine:
             self._stack.push_async_callback(tokens.aclose)
         self._check_exposure()
 
-        store = TaskStore(self.pool)
+        cluster = await Cluster.join(dsn)
+        self._stack.push_async_callback(cluster.leave)
+        store = TaskStore(self.pool, cluster.worker)
         bus = LocalEventBus()
         journal = Journal(store, bus)
         self.keys = await SigningKeys.load(self.pool)
@@ -106,17 +109,26 @@ class Engine:
             max_attempts=settings.push_max_attempts,
             timeout=settings.push_timeout_seconds,
         )
-        # Stopping runs in reverse: the runner (its last events), the journal (flushes them),
-        # the notifier (delivers what they triggered), then the database.
+        # Stopping runs in reverse: the sweep, the runner (its last events), the journal
+        # (flushes them), the notifier (delivers what they triggered), the lease (once this
+        # worker's tasks are settled), then the database.
         self._stack.push_async_callback(notifier.aclose)
         journal.start()
         self._stack.push_async_callback(journal.stop)
         queue = LocalWorkQueue()
-        self.service = TaskService(store, journal, bus, self.registry, queue, notifier, guard)
+        self.service = TaskService(
+            store, journal, bus, self.registry, queue, notifier, guard, cluster
+        )
         runner = Runner(self.service, queue, max_running=settings.max_running_tasks)
         await self.service.recover()
         runner.start()
         self._stack.push_async_callback(runner.stop)
+        cluster.run(
+            on_cancel=self.service.cancel_requested,
+            sweep=self.service.recover,
+            sweep_seconds=settings.worker_sweep_seconds,
+        )
+        self._stack.push_async_callback(cluster.stop)
 
     def _check_exposure(self) -> None:
         """Secure by default: open local mode only on a loopback address."""
@@ -208,3 +220,8 @@ def build_app(settings: Settings | None = None, registry: SkillRegistry | None =
     app.state.engine = engine
     app.state.metrics = metrics
     return app
+
+
+def create_app() -> Starlette:
+    """The app with settings from the environment: what each worker of `serve` runs."""
+    return build_app(Settings())

@@ -3,21 +3,21 @@
 import argparse
 import asyncio
 import logging
-import signal
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentic_rag.config import Settings
-from agentic_rag.observability.logging import configure_logging
 from agentic_rag.security.api_keys import ApiKeyStore
 
 log = logging.getLogger("agentic_rag.cli")
 
 
-SETTING_OPTIONS = ("host", "port", "data_dir", "public_url", "insecure", "log_level")
+SETTING_OPTIONS = ("host", "port", "data_dir", "public_url", "insecure", "log_level", "workers")
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -28,34 +28,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
+    from agentic_rag.serving import serve
 
-    from agentic_rag.app import build_app
-
-    settings = Settings(**_overrides(args))
-    log_config = configure_logging(settings.log_format, settings.log_level)
-    app = build_app(settings)
-    base = f"http://{settings.host}:{settings.port}"
-    log.info(
-        "A2A JSON-RPC at %s/, Agent Card at %s/.well-known/agent.json, MCP at %s/mcp",
-        base,
-        base,
-        base,
-    )
-    if settings.database_url is None:
-        log.info("data in %s", settings.data_dir.resolve())
-    else:
-        log.info("database from DATABASE_URL")
-    # uvicorn re-raises SIGTERM after its graceful shutdown: exit normally instead.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        log_config=log_config,
-        timeout_graceful_shutdown=10,
-    )
+    serve("agentic_rag.app:create_app", _overrides(args))
     return 0
 
 
@@ -150,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument(
         "--insecure", action="store_true", help="serve a non-loopback address without credentials"
     )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        help="processes sharing the port and the database (default AGENTIC_RAG_WORKERS, else 1)",
+    )
     serve.set_defaults(run=_serve)
 
     keys = commands.add_parser("keys", help="manage API keys").add_subparsers(
@@ -192,7 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     doctor.set_defaults(run=_doctor, log_level="warning")  # logs go to stderr
     args = parser.parse_args(argv)
     logging.basicConfig(level=(getattr(args, "log_level", None) or "info").upper())
-    result: int = args.run(args)
+    try:
+        result: int = args.run(args)
+    except ValidationError as invalid:
+        for error in invalid.errors():
+            name = ".".join(str(part) for part in error["loc"])
+            print(f"agentic-rag: setting {name}: {error['msg']}", file=sys.stderr)
+        return 2
     return result
 
 

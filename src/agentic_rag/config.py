@@ -4,8 +4,9 @@ Names are `AGENTIC_RAG_<FIELD>` (for example `AGENTIC_RAG_PUBLIC_URL`), except t
 deployments conventionally set without a prefix: `DATABASE_URL` and `REDIS_URL`.
 """
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -36,7 +37,14 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(1_048_576, description="Largest JSON-RPC request body accepted.")
     max_json_depth: int = Field(64, description="Deepest JSON nesting accepted in a request.")
 
+    workers: int = Field(
+        1, ge=1, description="Processes `serve` runs on one port and one database."
+    )
     max_running_tasks: int = Field(4096, description="Skills running at once in this process.")
+    worker_sweep_seconds: float = Field(
+        10.0,
+        description="How often a worker looks for unfinished tasks of workers that are gone.",
+    )
 
     push_allow_private: list[str] = Field(
         default_factory=list,
@@ -109,3 +117,15 @@ class Settings(BaseSettings):
         if self.public_url:
             return self.public_url.rstrip("/")
         return f"http://{self.host}:{self.port}"
+
+
+def environment(overrides: dict[str, Any]) -> dict[str, str]:
+    """The environment variables that make `Settings()` take `overrides` (field: value): how
+    the command line hands its settings to the worker processes it starts."""
+    env = {}
+    for name, value in overrides.items():
+        alias = Settings.model_fields[name].validation_alias
+        key = alias.choices[0] if isinstance(alias, AliasChoices) else f"AGENTIC_RAG_{name}"
+        text = json.dumps(value) if isinstance(value, list | dict) else str(value)
+        env[str(key).upper()] = text
+    return env

@@ -12,7 +12,7 @@ from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
-from agentic_rag.a2a.store import Event, TaskStore, TaskWrite
+from agentic_rag.a2a.store import Event, TaskConflict, TaskStore, TaskWrite
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +175,9 @@ class Journal:
         for write, _ in batch:
             try:
                 await self._store.write([write])
+            except TaskConflict as exc:  # expected when workers race: the caller decides again
+                log.info("journal: %s", exc)
+                failed[write] = exc
             except Exception as exc:
                 log.exception("journal: writing events of task %s failed", write.task.id)
                 failed[write] = exc

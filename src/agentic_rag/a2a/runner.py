@@ -126,7 +126,8 @@ class Runner:
             active.done.set()
             return
         task = active.task
-        service.emit(active, states.status_event(task, TaskState.working))
+        if task.status.state is not TaskState.working:  # a continued task works already
+            service.emit(active, states.status_event(task, TaskState.working))
         # Resolved when the message was accepted; a recovered task resolves it again.
         invocation = active.invocation or resolve(service.registry, task.history or [])
         skill = invocation.skill

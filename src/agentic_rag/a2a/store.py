@@ -13,6 +13,15 @@ import orjson
 from agentic_rag.a2a.compat import PushConfig
 from agentic_rag.a2a.schema import Task
 
+# Every commit of task events notifies this channel with the JSON list of [tenant, task id]
+# it wrote, so that other workers following those tasks read on (agentic_rag.a2a.cluster).
+TASK_EVENTS_CHANNEL = "agentic_rag_task_events"
+_NOTIFY_BYTES = 7000  # PostgreSQL refuses payloads of 8000 bytes or more
+
+
+class TaskConflict(Exception):
+    """Another writer (another worker) logged events of the task first: re-read it."""
+
 
 @dataclass(frozen=True)
 class Event:
@@ -43,6 +52,8 @@ class TaskWrite:
     task: Task
     last_seq: int
     events: list[Event]
+    # Set once written: whether the task is settled (final or paused) with push configs.
+    push: bool = False
 
     @cached_property
     def snapshot_json(self) -> str:
@@ -64,19 +75,63 @@ new_contexts AS (
     SELECT e->>'tenant', e->>'task', (e->>'seq')::bigint, e->>'kind', (e->>'final')::boolean,
            e->'event'
     FROM batch, jsonb_array_elements(doc->'events') AS e
+), snapshots AS (
+    INSERT INTO tasks (tenant, id, context_id, state, last_seq, task, worker)
+    SELECT t->>'tenant', t->>'id', t->>'context', t->>'state', (t->>'seq')::bigint, t->'task',
+           (doc->>'worker')::integer
+    FROM batch, jsonb_array_elements(doc->'tasks') AS t
+    ON CONFLICT (tenant, id) DO UPDATE
+    SET state = excluded.state, last_seq = excluded.last_seq, task = excluded.task,
+        worker = excluded.worker, updated_at = now()
+    WHERE tasks.last_seq < excluded.last_seq  -- commits may finish out of order: keep the newest
 )
-INSERT INTO tasks (tenant, id, context_id, state, last_seq, task)
-SELECT t->>'tenant', t->>'id', t->>'context', t->>'state', (t->>'seq')::bigint, t->'task'
-FROM batch, jsonb_array_elements(doc->'tasks') AS t
-ON CONFLICT (tenant, id) DO UPDATE
-SET state = excluded.state, last_seq = excluded.last_seq, task = excluded.task, updated_at = now()
-WHERE tasks.last_seq < excluded.last_seq  -- commits may finish out of order: keep the newest
+SELECT
+    (SELECT count(pg_notify($3, payload)) FROM unnest($2::text[]) AS payload) AS notified,
+    -- Which tasks that this commit ends or pauses have webhooks: read in the same transaction,
+    -- so a config stored (by any worker) before the task settled is never missed.
+    (SELECT jsonb_agg(DISTINCT jsonb_build_array(c.tenant, c.task_id))
+     FROM batch, jsonb_array_elements(doc->'settled') AS s
+     JOIN push_configs AS c ON c.tenant = s->>0 AND c.task_id = s->>1) AS pushed
+"""
+
+# The unfinished tasks of workers that are gone (no advisory lock of theirs is held on this
+# database), taken over by worker $1. Concurrent sweeps take each task once: the second
+# re-checks the row after the first commits, and finds it owned by a live worker.
+_CLAIM_ORPHANS = """
+UPDATE tasks SET worker = $1
+WHERE state IN ('submitted', 'working')
+  AND worker IS DISTINCT FROM $1
+  AND NOT EXISTS (
+    SELECT 1 FROM pg_locks AS l
+    WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $2 AND l.objsubid = 2
+      AND l.objid = tasks.worker::oid
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+RETURNING tenant, task, last_seq
 """
 
 
+def _notifications(keys: Sequence[tuple[str, str]]) -> list[str]:
+    """`keys` as JSON lists small enough for NOTIFY payloads."""
+    payloads: list[bytes] = []
+    chunk: list[bytes] = []
+    size = 2
+    for key in keys:
+        item = orjson.dumps(key)
+        if chunk and size + len(item) + 1 > _NOTIFY_BYTES:
+            payloads.append(b"[" + b",".join(chunk) + b"]")
+            chunk, size = [], 2
+        chunk.append(item)
+        size += len(item) + 1
+    if chunk:
+        payloads.append(b"[" + b",".join(chunk) + b"]")
+    return [p.decode() for p in payloads]
+
+
 class TaskStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self._pool = pool
+    """The tasks of every tenant, written by `worker` (None: no worker, as in tests)."""
+
+    def __init__(self, pool: asyncpg.Pool, worker: int | None = None) -> None:
+        self._pool, self.worker = pool, worker
 
     async def get(self, tenant: str, task_id: str) -> StoredTask | None:
         row = await self._pool.fetchrow(
@@ -87,7 +142,8 @@ class TaskStore:
         return StoredTask(Task.model_validate_json(row["task"]), row["last_seq"])
 
     async def write(self, writes: Sequence[TaskWrite]) -> None:
-        """Append the events and upsert the snapshots of several tasks, atomically.
+        """Append the events and upsert the snapshots of several tasks, atomically, and mark
+        the latest write of each settled task that has push configs (`TaskWrite.push`).
 
         One statement, so one round trip however many tasks the journal batched.
         """
@@ -95,6 +151,8 @@ class TaskStore:
         for w in writes:
             latest[(w.tenant, w.task.id)] = w  # a row may be upserted once per statement
         batch = {
+            "worker": self.worker,
+            "settled": [key for key, w in latest.items() if w.events[-1].final],
             "contexts": sorted(
                 {(w.tenant, w.task.context_id) for w in writes if w.events[0].seq == 1}
             ),
@@ -124,7 +182,18 @@ class TaskStore:
                 )  # one lock order: concurrent commits cannot deadlock
             ],
         }
-        await self._pool.execute(_WRITE, orjson.dumps(batch).decode())
+        notifications = _notifications(sorted(latest))
+        try:
+            row = await self._pool.fetchrow(
+                _WRITE, orjson.dumps(batch).decode(), notifications, TASK_EVENTS_CHANNEL
+            )
+        except asyncpg.UniqueViolationError as exc:  # an event's (tenant, task_id, seq) exists
+            tasks = ", ".join(task_id for _, task_id in sorted(latest))
+            raise TaskConflict(f"task {tasks} was changed by another writer") from exc
+        assert row is not None
+        if row["pushed"] is not None:
+            for tenant, task_id in orjson.loads(row["pushed"]):
+                latest[(tenant, task_id)].push = True
 
     async def events_after(self, tenant: str, task_id: str, seq: int) -> list[Event]:
         rows = await self._pool.fetch(
@@ -136,11 +205,13 @@ class TaskStore:
         )
         return [Event(r["seq"], r["kind"], r["final"], r["event"]) for r in rows]
 
-    async def unfinished(self) -> list[tuple[str, StoredTask]]:
-        """Every task, of any tenant, left submitted or working (for recovery at start)."""
-        rows = await self._pool.fetch(
-            "SELECT tenant, task, last_seq FROM tasks WHERE state IN ('submitted', 'working')"
-        )
+    async def claim_orphans(self, lock_class: int) -> list[tuple[str, StoredTask]]:
+        """Take over the submitted and working tasks of workers that are gone.
+
+        A worker is alive while it holds the advisory lock (`lock_class`, its id).
+        """
+        assert self.worker is not None, "only a worker can take tasks over"
+        rows = await self._pool.fetch(_CLAIM_ORPHANS, self.worker, lock_class)
         return [
             (r["tenant"], StoredTask(Task.model_validate_json(r["task"]), r["last_seq"]))
             for r in rows

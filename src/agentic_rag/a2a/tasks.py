@@ -6,6 +6,7 @@ every other task is read from the store when needed. Every change goes through
 """
 
 import asyncio
+import contextlib
 import logging
 import weakref
 from collections.abc import AsyncIterator
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from agentic_rag.a2a import states
+from agentic_rag.a2a.cluster import WORKER_LOCK_CLASS, Cluster
 from agentic_rag.a2a.compat import PushConfig, SendParams
 from agentic_rag.a2a.errors import (
     ContentTypeNotSupportedError,
@@ -35,7 +37,7 @@ from agentic_rag.a2a.schema import (
     TaskStatusUpdateEvent,
     TextPart,
 )
-from agentic_rag.a2a.store import Event, TaskStore, TaskWrite
+from agentic_rag.a2a.store import Event, StoredTask, TaskConflict, TaskStore, TaskWrite
 from agentic_rag.ids import new_id
 from agentic_rag.observability import metrics as observed
 from agentic_rag.security.ssrf import SSRFGuard
@@ -43,13 +45,18 @@ from agentic_rag.skills import SkillRegistry
 
 log = logging.getLogger(__name__)
 
+# How long `tasks/cancel` waits for another worker to stop a task it runs.
+REMOTE_CANCEL_SECONDS = 10.0
+# How long a follower of another worker's task waits for news before reading the log anyway
+# (a notification lost with a dropped connection then costs this much delay, not a hang).
+REMOTE_POLL_SECONDS = 5.0
+
 
 @dataclass
 class ActiveTask:
     tenant: str
     task: Task
     last_seq: int
-    push: bool = True  # whether it may have push configs (False only when known to have none)
     runner: asyncio.Task[None] | None = None
     started: bool = (
         False  # whether the runner's coroutine has begun (it can be cancelled only then)
@@ -171,13 +178,15 @@ class TaskService:
         queue: WorkQueue,
         notifier: PushNotifier | None,
         guard: SSRFGuard,
+        cluster: Cluster,
     ) -> None:
-        self.store, self.journal, self.bus = store, journal, bus
+        self.store, self.journal, self.bus, self.cluster = store, journal, bus, cluster
         self.registry, self.queue, self.notifier, self.guard = registry, queue, notifier, guard
         self.active: dict[tuple[str, str], ActiveTask] = {}
         self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
+        self._background: set[asyncio.Task[None]] = set()
 
     # -- changing tasks --------------------------------------------------------------------
 
@@ -230,14 +239,31 @@ class TaskService:
         if message.task_id is None:
             return await self._create(tenant, new_id(), message, push_config, reply)
         async with self._lock(tenant, message.task_id):
-            existing = await self._load(tenant, message.task_id)
-            if existing is None:  # a client-chosen id (§12.3)
-                return await self._create(tenant, message.task_id, message, push_config, reply)
-            return await self._continue(existing, message, push_config, reply)
+            while True:
+                try:
+                    existing = await self._load(tenant, message.task_id)
+                    if existing is None:  # a client-chosen id (§12.3)
+                        return await self._create(
+                            tenant, message.task_id, message, push_config, reply, claim=True
+                        )
+                    return await self._continue(existing, message, push_config, reply)
+                except TaskConflict:
+                    # Another worker created or continued the task first: decide again from
+                    # what it stored (a retry of the same message, or a task now working).
+                    continue
 
     async def _create(
-        self, tenant: str, task_id: str, message: Message, push: PushConfig | None, reply: Reply
+        self,
+        tenant: str,
+        task_id: str,
+        message: Message,
+        push: PushConfig | None,
+        reply: Reply,
+        *,
+        claim: bool = False,
     ) -> Accepted:
+        """Create a task; with `claim` (a client-chosen id, which another worker may be
+        creating too), queue it only once its creation is durably this one."""
         context_id = message.context_id or new_id()
         message = message.model_copy(update={"task_id": task_id, "context_id": context_id})
         invocation = resolve(self.registry, [message])
@@ -249,16 +275,23 @@ class TaskService:
             status=TaskStatus(state=TaskState.submitted, timestamp=states.now()),
             history=[message],
         )
-        active = ActiveTask(tenant, task, 0, push=push is not None, invocation=invocation)
+        active = ActiveTask(tenant, task, 0, invocation=invocation)
         durable = self.emit(active, task)
-        if push is not None:
-            await self._save_push_config(tenant, task_id, push)
         events = self.bus.subscribe(tenant, task_id) if reply != "created" else None
         self.active[active.key] = active
-        if reply != "final":
-            # The caller sees the task as created, so that must be durable first; a blocking
-            # caller only sees the end, which the journal commits after the creation anyway.
-            await durable
+        try:
+            if reply != "final" or claim:
+                # The caller sees the task as created, so that must be durable first; a
+                # blocking caller only sees the end, which the journal commits after the
+                # creation anyway.
+                await durable
+            if push is not None:
+                await self._save_push_config(tenant, task_id, push)
+        except BaseException:
+            self.active.pop(active.key, None)
+            if events is not None:
+                events.close()
+            raise
         await self.queue.put(Job(tenant, task_id))
         return Accepted(active, task, active.last_seq, events)
 
@@ -291,15 +324,21 @@ class TaskService:
         message = message.model_copy(update={"task_id": task.id, "context_id": task.context_id})
         invocation = resolve(self.registry, [*(task.history or []), message])
         invocation.check()
-        if push is not None:
-            await self._save_push_config(active.tenant, task.id, push)
         events = self.bus.subscribe(active.tenant, task.id) if reply != "created" else None
-        durable = self.emit(active, message)
+        try:
+            # The message and `working` are stored together, before the task runs: another
+            # worker may be continuing (or canceling) the same paused task, and only the first
+            # to store its events goes on; the others then see it working.
+            await self.emit(active, message, states.status_event(task, TaskState.working))
+            if push is not None:
+                await self._save_push_config(active.tenant, task.id, push)
+        except BaseException:
+            if events is not None:
+                events.close()
+            raise
         active.done = asyncio.Event()
         active.invocation = invocation
         self.active[active.key] = active
-        if reply != "final":  # as in _create: a blocking caller sees only the durable end
-            await durable
         await self.queue.put(Job(active.tenant, task.id))
         return Accepted(active, active.task, active.last_seq, events)
 
@@ -312,24 +351,64 @@ class TaskService:
         return stored.task
 
     async def cancel(self, tenant: str, task_id: str) -> Task:
-        async with self._lock(tenant, task_id):
-            active = await self._load(tenant, task_id)
-            if active is None:
-                raise TaskNotFoundError(f"task {task_id} not found")
-            state = active.task.status.state
-            if state in states.TERMINAL:
-                raise TaskNotCancelableError(f"task {task_id} is already {state.value}")
-            if active.runner is not None and active.started:
-                # The runner records `canceled` when the skill stops (see Runner._execute).
-                active.cancel_requested = True
-                active.runner.cancel()
-                await active.done.wait()
-                return active.task
-            await self.emit(active, states.status_event(active.task, TaskState.canceled))
-            self.active.pop(active.key, None)
-            active.done.set()
-        await self.notify(active)
-        return active.task
+        while True:
+            async with self._lock(tenant, task_id):
+                active = await self._load(tenant, task_id)
+                if active is None:
+                    raise TaskNotFoundError(f"task {task_id} not found")
+                state = active.task.status.state
+                if state in states.TERMINAL:
+                    raise TaskNotCancelableError(f"task {task_id} is already {state.value}")
+                if active.key not in self.active and state not in states.PAUSED:
+                    break  # submitted or working on another worker
+                if active.runner is not None and active.started:
+                    # The runner records `canceled` when the skill stops (see Runner._execute).
+                    active.cancel_requested = True
+                    active.runner.cancel()
+                    await active.done.wait()
+                    return active.task
+                try:
+                    await self.emit(active, states.status_event(active.task, TaskState.canceled))
+                except TaskConflict:
+                    continue  # another worker continued or canceled the paused task first
+                self.active.pop(active.key, None)
+                active.done.set()
+            await self.notify(active)
+            return active.task
+        return await self._cancel_elsewhere(tenant, task_id)
+
+    async def _cancel_elsewhere(self, tenant: str, task_id: str) -> Task:
+        """Cancel a task that another worker runs, or ran before it went away."""
+        await self.recover()  # a task of a worker that is gone becomes this worker's
+        if (tenant, task_id) in self.active:
+            return await self.cancel(tenant, task_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REMOTE_CANCEL_SECONDS
+        with self.cluster.watch(tenant, task_id) as changed:
+            await self.cluster.request_cancel(tenant, task_id)
+            while True:
+                changed.clear()
+                stored = await self.store.get(tenant, task_id)
+                assert stored is not None  # tasks are never deleted
+                if stored.task.status.state in states.TERMINAL or loop.time() >= deadline:
+                    # "The server will attempt to cancel; success is not guaranteed": a task
+                    # still working after the wait is answered as it stands.
+                    return stored.task
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), deadline - loop.time())
+
+    def cancel_requested(self, tenant: str, task_id: str) -> None:
+        """Another worker asks to cancel a task: stop it if it runs here."""
+        if (tenant, task_id) not in self.active:
+            return
+
+        async def cancel() -> None:
+            with contextlib.suppress(TaskNotFoundError, TaskNotCancelableError):
+                await self.cancel(tenant, task_id)  # unless it ended meanwhile
+
+        task = asyncio.create_task(cancel(), name=f"cancel {task_id}")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def follow(self, tenant: str, task_id: str, after: int | None) -> AsyncIterator[Event]:
         """The events of a task for `tasks/resubscribe`.
@@ -362,6 +441,11 @@ class TaskService:
                     if not told:  # the client has seen it all: say again how the task stands
                         yield final_status(stored.task)
                     return
+            if (tenant, task_id) not in self.active:  # another worker runs it
+                events.close()
+                async for event in self._follow_elsewhere(tenant, task_id, last):
+                    yield event
+                return
             async for event in events:
                 if event.seq <= last:
                     continue
@@ -371,6 +455,21 @@ class TaskService:
                     return
         finally:
             events.close()
+
+    async def _follow_elsewhere(self, tenant: str, task_id: str, last: int) -> AsyncIterator[Event]:
+        """The events after `last` of a task that another worker runs, read from the log
+        whenever a commit of that task is announced."""
+        with self.cluster.watch(tenant, task_id) as changed:
+            while True:
+                changed.clear()
+                for event in await self.store.events_after(tenant, task_id, last):
+                    last = event.seq
+                    if event.streamed:
+                        yield event
+                    if event.final:
+                        return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), REMOTE_POLL_SECONDS)
 
     # -- push notification configs ---------------------------------------------------------
 
@@ -390,11 +489,7 @@ class TaskService:
         self._check_push_config(config)
         if await self._load(tenant, task_id) is None:
             raise TaskNotFoundError(f"task {task_id} not found")
-        saved = await self._save_push_config(tenant, task_id, config)
-        active = self.active.get((tenant, task_id))
-        if active is not None:
-            active.push = True
-        return saved
+        return await self._save_push_config(tenant, task_id, config)
 
     async def push_configs(self, tenant: str, task_id: str) -> list[PushConfig]:
         if await self._load(tenant, task_id) is None:
@@ -409,8 +504,8 @@ class TaskService:
 
     async def notify(self, active: ActiveTask) -> None:
         """Send the task to its webhooks; called once it is durably final or paused."""
-        if self.notifier is None or not active.push:
-            return
+        if self.notifier is None or active.journaled is None or not active.journaled.push:
+            return  # the commit that settled the task found no push configs
         configs = await self.store.push_configs(active.tenant, active.task.id)
         if configs:
             self.notifier.notify(active.task, configs)
@@ -418,23 +513,31 @@ class TaskService:
     # -- recovery --------------------------------------------------------------------------
 
     async def recover(self) -> tuple[int, int]:
-        """Requeue tasks that never started; fail those a stopped process left working."""
+        """Take over the unfinished tasks of workers that are gone (this one's previous
+        process included): requeue those that never started, fail those left working."""
         requeued = failed = 0
-        for tenant, stored in await self.store.unfinished():
-            active = ActiveTask(tenant, stored.task, stored.last_seq)
-            if stored.task.status.state is TaskState.submitted:
-                self.active[active.key] = active
-                await self.queue.put(Job(tenant, stored.task.id))
+        for tenant, stored in await self.store.claim_orphans(WORKER_LOCK_CLASS):
+            if (tenant, stored.task.id) in self.active:
+                continue  # queued here already
+            if await self._recover(tenant, stored):
                 requeued += 1
-                continue
-            reason = agent_text(
-                "The server stopped while this task was running; its work is lost. "
-                "Send the message again to retry.",
-                stored.task,
-            )
-            await self.emit(active, states.status_event(active.task, TaskState.failed, reason))
-            await self.notify(active)
-            failed += 1
+            else:
+                failed += 1
         if requeued or failed:
             log.info("recovered tasks: %d requeued, %d failed as interrupted", requeued, failed)
         return requeued, failed
+
+    async def _recover(self, tenant: str, stored: StoredTask) -> bool:
+        active = ActiveTask(tenant, stored.task, stored.last_seq)
+        if stored.task.status.state is TaskState.submitted:
+            self.active[active.key] = active
+            await self.queue.put(Job(tenant, stored.task.id))
+            return True
+        reason = agent_text(
+            "The server stopped while this task was running; its work is lost. "
+            "Send the message again to retry.",
+            stored.task,
+        )
+        await self.emit(active, states.status_event(active.task, TaskState.failed, reason))
+        await self.notify(active)
+        return False

@@ -12,6 +12,7 @@ ones are counted as `<unknown>`), skills come from the registry.
 """
 
 import asyncio
+import os
 import time
 from collections.abc import Sequence
 from contextvars import ContextVar, Token
@@ -26,11 +27,15 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from agentic_rag.a2a.schema import Task, TaskStatusUpdateEvent
 from agentic_rag.skills import InputRequired, SkillError
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+# Set (by `agentic-rag serve --workers N`) before the workers start: their counts go to files
+# in this directory, and `/metrics` on any worker reports the sum over all of them.
+METRICS_DIR_VARIABLE: Final = "PROMETHEUS_MULTIPROC_DIR"  # the name prometheus_client reads
 
 # Seconds; skills may call slow models, so the buckets reach five minutes.
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -41,7 +46,9 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        ProcessCollector(registry=self.registry)
+        self._shared_dir = os.environ.get(METRICS_DIR_VARIABLE)
+        if self._shared_dir is None:  # process metrics of one worker would mislead
+            ProcessCollector(registry=self.registry)
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         r = self.registry
         self.http_requests = Counter(
@@ -99,8 +106,12 @@ class Metrics:
         return found
 
     def render(self) -> bytes:
-        """The Prometheus text exposition of every metric of this app."""
-        return generate_latest(self.registry)
+        """The Prometheus text exposition of every metric of this app (of every worker)."""
+        if self._shared_dir is None:
+            return generate_latest(self.registry)
+        workers = CollectorRegistry()
+        MultiProcessCollector(workers, path=self._shared_dir)  # type: ignore[no-untyped-call]
+        return generate_latest(workers)
 
     # -- recording -------------------------------------------------------------------------
 

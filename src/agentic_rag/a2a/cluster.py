@@ -1,0 +1,163 @@
+"""This worker among the others that share its database.
+
+Several workers (processes, or replicas on other machines) may serve one PostgreSQL. Each:
+
+- **holds a lease**: a session advisory lock on its own connection, keyed by its worker id.
+  PostgreSQL drops the lock when the process dies or its connection is lost, so "alive"
+  needs no heartbeat table and no clock. Tasks record the worker that writes them; a sweep
+  (`TaskService.recover`, at start and every `sweep_seconds`) takes over the submitted and
+  working tasks of workers that hold no lock;
+- **listens** on that connection for task progress (every journal commit notifies the tasks
+  it wrote) and for cancel requests, so that a follower or a `tasks/cancel` reaching this
+  worker for a task another worker runs is woken when that task changes, and the worker that
+  runs it is asked to stop it.
+"""
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+
+import asyncpg
+import orjson
+
+from agentic_rag.a2a.store import TASK_EVENTS_CHANNEL
+
+log = logging.getLogger(__name__)
+
+# The first key of every worker's advisory lock (the second is the worker id): "agwk".
+WORKER_LOCK_CLASS = 0x6167776B
+CANCEL_CHANNEL = "agentic_rag_task_cancel"
+
+TaskKey = tuple[str, str]  # (tenant, task id)
+
+
+class Cluster:
+    """The lease, the listener and the sweep of one worker: `join`, `run`, `stop`, `leave`."""
+
+    def __init__(self, dsn: str, conn: asyncpg.Connection, worker: int) -> None:
+        self._dsn, self._conn, self.worker = dsn, conn, worker
+        self._watchers: dict[TaskKey, set[asyncio.Event]] = {}
+        self._on_cancel: Callable[[str, str], None] = lambda tenant, task_id: None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._busy = asyncio.Lock()
+
+    @classmethod
+    async def join(cls, dsn: str) -> "Cluster":
+        """Take a lease under a fresh worker id, and listen."""
+        conn = await asyncpg.connect(dsn)
+        try:
+            worker = await _lock_new_id(conn)
+            cluster = cls(dsn, conn, worker)
+            await cluster._listen()
+        except BaseException:
+            await conn.close()
+            raise
+        log.info("worker %d joined", worker)
+        return cluster
+
+    def run(
+        self,
+        *,
+        on_cancel: Callable[[str, str], None],
+        sweep: Callable[[], Awaitable[object]],
+        sweep_seconds: float,
+    ) -> None:
+        """Start answering cancel requests and sweeping for tasks of workers that are gone."""
+        self._on_cancel = on_cancel
+        self._sweeper = asyncio.create_task(self._sweep(sweep, sweep_seconds), name="sweeper")
+
+    async def stop(self) -> None:
+        """Stop sweeping (before this worker's own tasks are stopped)."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
+
+    async def leave(self) -> None:
+        """Give the lease up: only once this worker's tasks are settled and stored."""
+        await self._conn.close()
+
+    # -- the lease -------------------------------------------------------------------------
+
+    async def _listen(self) -> None:
+        await self._conn.add_listener(TASK_EVENTS_CHANNEL, self._task_events)
+        await self._conn.add_listener(CANCEL_CHANNEL, self._cancel_request)
+
+    async def _sweep(self, sweep: Callable[[], Awaitable[object]], seconds: float) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                if self._conn.is_closed():
+                    await self._renew()
+                await sweep()
+            except Exception:  # the database may be down for a while: try again next time
+                log.exception("worker %d: the sweep failed", self.worker)
+
+    async def _renew(self) -> None:
+        """Take the lease again on a new connection, after the database dropped the old one.
+
+        While it was lost, other workers may have taken this worker's running tasks over;
+        their writes and ours then conflict, and the first one stored wins.
+        """
+        log.error("worker %d: lost the database connection that holds its lease", self.worker)
+        conn = await asyncpg.connect(self._dsn)
+        try:
+            if not await conn.fetchval(
+                "SELECT pg_try_advisory_lock($1, $2)", WORKER_LOCK_CLASS, self.worker
+            ):
+                raise RuntimeError(f"worker id {self.worker} is taken")
+        except BaseException:
+            await conn.close()
+            raise
+        self._conn = conn
+        await self._listen()
+        log.info("worker %d: lease renewed", self.worker)
+
+    # -- task progress and cancel requests between workers ----------------------------------
+
+    @contextmanager
+    def watch(self, tenant: str, task_id: str) -> Iterator[asyncio.Event]:
+        """An event set whenever any worker commits events of the task, while the block runs.
+
+        Clear it before reading the task, then wait on it: no commit is missed.
+        """
+        changed = asyncio.Event()
+        key = (tenant, task_id)
+        self._watchers.setdefault(key, set()).add(changed)
+        try:
+            yield changed
+        finally:
+            watchers = self._watchers[key]
+            watchers.discard(changed)
+            if not watchers:
+                del self._watchers[key]
+
+    async def request_cancel(self, tenant: str, task_id: str) -> None:
+        """Ask every worker to cancel the task; the one that runs it does."""
+        payload = orjson.dumps([tenant, task_id]).decode()
+        async with self._busy:  # one query at a time on a connection
+            await self._conn.execute("SELECT pg_notify($1, $2)", CANCEL_CHANNEL, payload)
+
+    def _task_events(self, conn: object, pid: int, channel: str, payload: object) -> None:
+        if not self._watchers:  # the usual case: nobody here follows another worker's task
+            return
+        assert isinstance(payload, str)
+        for tenant, task_id in orjson.loads(payload):
+            for changed in self._watchers.get((tenant, task_id), ()):
+                changed.set()
+
+    def _cancel_request(self, conn: object, pid: int, channel: str, payload: object) -> None:
+        assert isinstance(payload, str)
+        tenant, task_id = orjson.loads(payload)
+        self._on_cancel(tenant, task_id)
+
+
+async def _lock_new_id(conn: asyncpg.Connection) -> int:
+    """A random worker id whose lock this connection now holds."""
+    for _ in range(8):
+        worker = secrets.randbelow(2**31 - 1) + 1
+        if await conn.fetchval("SELECT pg_try_advisory_lock($1, $2)", WORKER_LOCK_CLASS, worker):
+            return worker
+    raise RuntimeError("no free worker id after 8 tries")
