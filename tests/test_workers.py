@@ -8,6 +8,7 @@ worker lives). `agentic-rag serve --workers N` runs N such workers on one port.
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -266,9 +267,14 @@ def test_the_tasks_of_a_worker_that_dies_are_failed_by_another_and_not_before(
     assert "server stopped while this task was running" in reason
 
 
-def _children(pid: int) -> list[int]:
+def _workers(pid: int) -> list[int]:
+    """The worker processes of the `serve` process `pid`."""
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [int(child) for child in children]
+    return [
+        int(child)
+        for child in children
+        if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes()
+    ]
 
 
 def test_serve_with_two_workers_shares_one_port_one_database_and_metrics(
@@ -293,11 +299,7 @@ def test_serve_with_two_workers_shares_one_port_one_database_and_metrics(
                     break
             except httpx.TransportError:
                 time.sleep(0.1)
-        workers = [
-            child
-            for child in _children(server.pid)
-            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes()
-        ]
+        workers = _workers(server.pid)
         assert len(workers) == 2
 
         # A new connection each time: the kernel spreads them over the workers.
@@ -320,6 +322,18 @@ def test_serve_with_two_workers_shares_one_port_one_database_and_metrics(
             and sample.labels == {"method": "message/send", "outcome": "ok"}
         )
         assert sends == 30  # every worker's calls, whichever worker answers /metrics
+
+        os.kill(workers[0], signal.SIGKILL)  # a worker dies: another takes its place
+        deadline = time.monotonic() + 60
+        while len(replaced := _workers(server.pid)) != 2 or workers[0] in replaced:
+            assert time.monotonic() < deadline, replaced
+            time.sleep(0.1)
+        assert workers[1] in replaced
+        workers = replaced
+        for n in range(10):
+            with httpx.Client(base_url=url, timeout=30) as client:
+                done = call(client, "message/send", {"message": text_message(f"after {n}")})
+                assert done["result"]["status"]["state"] == "completed", done
     finally:
         server.send_signal(signal.SIGTERM)
         returncode = server.wait(timeout=60)
@@ -361,3 +375,21 @@ async def test_a_worker_whose_lease_connection_is_lost_takes_its_lease_again(
         finally:
             await conn.close()
     assert [held_by for _, held_by in renewed] == [worker]  # the same worker, a new connection
+
+
+def test_serve_with_workers_on_a_port_in_use_says_so_and_exits(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-m", "agentic_rag.cli", "serve", "--port", str(port)]
+        result = subprocess.run(
+            [*command, "--data-dir", str(tmp_path / "data"), "--workers", "2"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode == 3, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert not (tmp_path / "data" / "postgres" / "postmaster.pid").exists()
