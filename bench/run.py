@@ -87,7 +87,7 @@ class Plan:
     def full() -> Plan:
         return Plan(
             mode="full",
-            rounds=3,
+            rounds=5,  # the cores are shared: medians of 5 are steadier than of 3
             warmup_s=2,
             measure_s=6,
             checkpoints=(1000, *range(10_000, 100_001, 10_000)),
