@@ -116,7 +116,8 @@ async def test_the_database_check_reports_pgvector_and_migrations(database_url: 
     assert "not created yet" in fresh["pgvector"].detail
     assert fresh["migrations"].status == "warn"
     assert fresh["migrations"].detail == (
-        "3 of 3 pending: 0001_a2a.sql, 0002_api_keys.sql, 0003_task_workers.sql"
+        "4 of 4 pending: 0001_a2a.sql, 0002_api_keys.sql, 0003_task_workers.sql, "
+        "0004_drop_unread_index.sql"
     )
     assert "applies them at start" in fresh["migrations"].fix
 
@@ -125,7 +126,7 @@ async def test_the_database_check_reports_pgvector_and_migrations(database_url: 
         await migrate(conn)
         migrated = by_check(await run_checks(overrides))
         assert migrated["migrations"].status == "ok"
-        assert migrated["migrations"].detail == "all 3 applied"
+        assert migrated["migrations"].detail == "all 4 applied"
         assert migrated["pgvector"].detail.startswith("available (")
         assert "installed" in migrated["pgvector"].detail
 
