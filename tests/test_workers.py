@@ -393,3 +393,34 @@ def test_serve_with_workers_on_a_port_in_use_says_so_and_exits(tmp_path: Path) -
     assert f"cannot listen on 127.0.0.1:{port}" in result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     assert not (tmp_path / "data" / "postgres" / "postmaster.pid").exists()
+
+
+async def test_a_cancel_from_a_worker_that_lost_its_lease_connection_still_reaches_the_task(
+    database_url: str, data_dir: Path
+) -> None:
+    registry = conformance_registry()
+    with (
+        live_server(
+            registry, database_url=database_url, data_dir=data_dir, worker_sweep_seconds=0.1
+        ) as runs,
+        live_server(
+            registry, database_url=database_url, data_dir=data_dir, worker_sweep_seconds=600
+        ) as asks,
+        httpx.Client(base_url=runs.url, timeout=30) as a,
+        httpx.Client(base_url=asks.url, timeout=30) as b,
+    ):
+        task = start(a, "task 100 100")
+        conn = await asyncpg.connect(database_url)
+        try:
+            for backend, _ in await _worker_leases(conn):
+                assert await conn.fetchval("SELECT pg_terminate_backend($1)", backend)
+            deadline = time.monotonic() + 10
+            while len(await _worker_leases(conn)) != 1:  # the running worker's sweep renews
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            # The asking worker's next sweep is minutes away: the cancel itself renews.
+            canceled = call(b, "tasks/cancel", {"id": task["id"]})["result"]
+            assert len(await _worker_leases(conn)) == 2
+        finally:
+            await conn.close()
+    assert canceled["status"]["state"] == "canceled"

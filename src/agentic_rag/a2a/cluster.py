@@ -89,8 +89,9 @@ class Cluster:
         while True:
             await asyncio.sleep(seconds)
             try:
-                if self._conn.is_closed():
-                    await self._renew()
+                async with self._busy:
+                    if self._conn.is_closed():
+                        await self._renew()
                 await sweep()
             except Exception:  # the database may be down for a while: try again next time
                 log.exception("worker %d: the sweep failed", self.worker)
@@ -138,6 +139,8 @@ class Cluster:
         """Ask every worker to cancel the task; the one that runs it does."""
         payload = orjson.dumps([tenant, task_id]).decode()
         async with self._busy:  # one query at a time on a connection
+            if self._conn.is_closed():
+                await self._renew()
             await self._conn.execute("SELECT pg_notify($1, $2)", CANCEL_CHANNEL, payload)
 
     def _task_events(self, conn: object, pid: int, channel: str, payload: object) -> None:
