@@ -108,7 +108,7 @@ class Job:
 
 
 class WorkQueue(Protocol):
-    """Where accepted tasks wait for a runner. Scaled out, any worker may take any job."""
+    """Where accepted tasks wait for this worker's runner (a task runs where it was accepted)."""
 
     async def put(self, job: Job) -> None: ...
 
