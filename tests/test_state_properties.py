@@ -1,6 +1,7 @@
 """Property: whatever clients do, every task moves only along the transition table.
 
-Hypothesis drives the public JSON-RPC API of a real server with random sequences of sends
+Hypothesis drives the public JSON-RPC API of a real server (and of two workers of one server)
+with random sequences of sends
 (blocking, non-blocking, streaming), continuations, cancels, gets and resubscribes, against
 skills that progress, stream, ask for input, fail or run long. Every state a client observes
 is recorded per task, and then:
@@ -79,12 +80,14 @@ class Observer:
     def pick(self, index: int) -> tuple[str, str] | None:
         return self.tasks[index % len(self.tasks)] if self.tasks else None
 
-    def run(self, step: tuple[Any, ...]) -> None:
+    def run(self, step: tuple[Any, ...], client: httpx.Client | None = None) -> None:
+        """Take `step` through `client` (another worker of the same server), or the default."""
+        client = client or self.client
         kind = step[0]
         if kind == "send":
             config = {"blocking": step[2]}
             reply = call(
-                self.client,
+                client,
                 "message/send",
                 {"message": text_message(step[1]), "configuration": config},
             )
@@ -95,9 +98,7 @@ class Observer:
             self.observe_stream(
                 [
                     e.payload
-                    for e in stream(
-                        self.client, "message/stream", {"message": text_message(step[1])}
-                    )
+                    for e in stream(client, "message/stream", {"message": text_message(step[1])})
                 ]
             )
         elif (picked := self.pick(step[1])) is None:
@@ -105,28 +106,26 @@ class Observer:
         elif kind == "continue":
             task_id, context_id = picked
             message = text_message(step[2], taskId=task_id, contextId=context_id)
-            reply = call(self.client, "message/send", {"message": message})
+            reply = call(client, "message/send", {"message": message})
             if "result" in reply:
                 self.observe(reply["result"])
             else:
                 assert reply["error"]["code"] == -32004, reply  # the task is busy working
         elif kind == "cancel":
-            reply = call(self.client, "tasks/cancel", {"id": picked[0]})
+            reply = call(client, "tasks/cancel", {"id": picked[0]})
             if "result" in reply:
                 assert reply["result"]["status"]["state"] == "canceled"
                 self.observe(reply["result"])
             else:
                 assert reply["error"]["code"] == -32002, reply
                 final = TaskState(
-                    call(self.client, "tasks/get", {"id": picked[0]})["result"]["status"]["state"]
+                    call(client, "tasks/get", {"id": picked[0]})["result"]["status"]["state"]
                 )
                 assert final in TERMINAL
         elif kind == "get":
-            self.observe(call(self.client, "tasks/get", {"id": picked[0]})["result"])
+            self.observe(call(client, "tasks/get", {"id": picked[0]})["result"])
         elif kind == "resubscribe":
-            events = [
-                e.payload for e in stream(self.client, "tasks/resubscribe", {"id": picked[0]})
-            ]
+            events = [e.payload for e in stream(client, "tasks/resubscribe", {"id": picked[0]})]
             self.observe_stream(events)
 
     def settle(self) -> None:
@@ -168,4 +167,21 @@ def test_every_observed_state_sequence_is_a_path_in_the_table(
         observer = Observer(client)
         for step in steps:
             observer.run(step)
+        observer.settle()
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(st.tuples(st.integers(0, 1), action), min_size=1, max_size=8))
+def test_across_two_workers_every_observed_state_sequence_is_a_path_in_the_table(
+    sut: LiveServer, sut_peer: LiveServer, steps: list[tuple[int, tuple[Any, ...]]]
+) -> None:
+    with (
+        httpx.Client(base_url=sut.url, timeout=30) as first,
+        httpx.Client(base_url=sut_peer.url, timeout=30) as second,
+    ):
+        observer = Observer(first)
+        for worker, step in steps:
+            observer.run(step, (first, second)[worker])
         observer.settle()

@@ -390,7 +390,12 @@ class TaskService:
                 changed.clear()
                 stored = await self.store.get(tenant, task_id)
                 assert stored is not None  # tasks are never deleted
-                if stored.task.status.state in states.TERMINAL or loop.time() >= deadline:
+                state = stored.task.status.state
+                if state in states.TERMINAL - {TaskState.canceled}:
+                    raise TaskNotCancelableError(
+                        f"task {task_id} became {state.value} before it could be canceled"
+                    )
+                if state is TaskState.canceled or loop.time() >= deadline:
                     # "The server will attempt to cancel; success is not guaranteed": a task
                     # still working after the wait is answered as it stands.
                     return stored.task
