@@ -4,6 +4,7 @@ test, a session-wide server, and a real Redis."""
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,18 +85,24 @@ def sut_database(postgres_dsn: str) -> str:
     return _with_database(postgres_dsn, name)
 
 
-@pytest.fixture(scope="session")
-def sut(sut_database: str, tmp_path_factory: pytest.TempPathFactory) -> "Iterator[LiveServer]":
-    """One server with the conformance skills (conformance/skills.py) for the whole session."""
+@contextmanager
+def _conformance_server(database_url: str, data_dir: Path) -> "Iterator[LiveServer]":
     from conformance.skills import conformance_registry
     from tests.live import live_server
 
     with live_server(
         conformance_registry(),
-        database_url=sut_database,
-        data_dir=tmp_path_factory.mktemp("sut"),
+        database_url=database_url,
+        data_dir=data_dir,
         push_allow_private=["127.0.0.1"],
     ) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def sut(sut_database: str, tmp_path_factory: pytest.TempPathFactory) -> "Iterator[LiveServer]":
+    """One server with the conformance skills (conformance/skills.py) for the whole session."""
+    with _conformance_server(sut_database, tmp_path_factory.mktemp("sut")) as server:
         yield server
 
 
@@ -104,15 +111,7 @@ def sut_peer(
     sut: "LiveServer", sut_database: str, tmp_path_factory: pytest.TempPathFactory
 ) -> "Iterator[LiveServer]":
     """A second worker of the session-wide server: the same skills and database."""
-    from conformance.skills import conformance_registry
-    from tests.live import live_server
-
-    with live_server(
-        conformance_registry(),
-        database_url=sut_database,
-        data_dir=tmp_path_factory.mktemp("sut-peer"),
-        push_allow_private=["127.0.0.1"],
-    ) as server:
+    with _conformance_server(sut_database, tmp_path_factory.mktemp("sut-peer")) as server:
         yield server
 
 

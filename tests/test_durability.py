@@ -9,12 +9,12 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from agentic_rag.a2a.schema import Message, Part, Role, Task, TaskState, TaskStatus, TextPart
+from agentic_rag.a2a.schema import TaskState
 from agentic_rag.a2a.store import TaskStore
-from agentic_rag.a2a.tasks import serialize
 from conformance.skills import conformance_registry
 from tests.live import free_port, live_server, run_sut
 from tests.rpc import call, stream, text_message
+from tests.tasks import a_task, created
 
 
 def test_a_restart_loses_nothing(database_url: str, data_dir: Path) -> None:
@@ -88,24 +88,8 @@ async def test_a_task_accepted_but_never_started_is_resumed_at_start(
 
     async with pool.acquire() as conn:
         await migrate(conn)
-    message = Message(
-        role=Role.user,
-        kind="message",
-        message_id="m1",
-        task_id="queued-1",
-        context_id="c1",
-        parts=[Part(TextPart(kind="text", text="resume me"))],
-    )
-    task = Task(
-        id="queued-1",
-        context_id="c1",
-        kind="task",
-        history=[message],
-        status=TaskStatus(state=TaskState.submitted),
-    )
-    from agentic_rag.a2a.store import TaskWrite
-
-    await TaskStore(pool).write([TaskWrite("local", task, 1, [serialize(task, 1)])])
+    queued = a_task("queued-1", TaskState.submitted, "resume me")
+    await TaskStore(pool).write([created("local", queued)])
     await pool.close()
 
     with (

@@ -3,22 +3,16 @@
 import asyncpg
 
 from agentic_rag.a2a import states
-from agentic_rag.a2a.schema import Message, Role, Task, TaskState, TaskStatus
+from agentic_rag.a2a.schema import TaskState
 from agentic_rag.a2a.store import TaskStore, TaskWrite
-from agentic_rag.a2a.tasks import serialize, text_part
+from agentic_rag.a2a.tasks import serialize
+from tests.tasks import a_task
 
 
 async def test_an_older_snapshot_committed_late_does_not_replace_a_newer_one(
     pool: asyncpg.Pool,
 ) -> None:
-    message = Message(role=Role.user, kind="message", message_id="m", parts=[text_part("hi")])
-    created = Task(
-        id="t",
-        context_id="c",
-        kind="task",
-        history=[message],
-        status=TaskStatus(state=TaskState.submitted),
-    )
+    created = a_task("t", TaskState.submitted)
     working = states.status_event(created, TaskState.working)
     completed_event = states.status_event(states.apply(created, working), TaskState.completed)
     completed = states.apply(states.apply(created, working), completed_event)

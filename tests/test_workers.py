@@ -28,12 +28,13 @@ from starlette.routing import Route
 
 from agentic_rag.a2a import states
 from agentic_rag.a2a.cluster import WORKER_LOCK_CLASS
-from agentic_rag.a2a.schema import Message, Role, Task, TaskState, TaskStatus
+from agentic_rag.a2a.schema import TaskState
 from agentic_rag.a2a.store import TaskConflict, TaskStore, TaskWrite
-from agentic_rag.a2a.tasks import serialize, text_part
+from agentic_rag.a2a.tasks import serialize
 from conformance.skills import conformance_registry
 from tests.live import free_port, live_server, run_sut, serve_in_thread
 from tests.rpc import call, stream, text_message
+from tests.tasks import a_task, created
 from tests.test_push_delivery import Webhook
 
 
@@ -170,24 +171,17 @@ def test_a_paused_task_continued_on_two_workers_at_once_is_continued_once(
 async def test_a_second_writer_of_a_task_event_is_refused_and_changes_nothing(
     pool: asyncpg.Pool,
 ) -> None:
-    message = Message(role=Role.user, kind="message", message_id="m", parts=[text_part("hi")])
-    created = Task(
-        id="t",
-        context_id="c",
-        kind="task",
-        history=[message],
-        status=TaskStatus(state=TaskState.input_required),
-    )
+    paused = a_task("t", TaskState.input_required)
     first, second = TaskStore(pool, worker=1), TaskStore(pool, worker=2)
-    await first.write([TaskWrite("acme", created, 1, [serialize(created, 1)])])
-    canceled = states.status_event(created, TaskState.canceled)
-    failed = states.status_event(created, TaskState.failed)
+    await first.write([created("acme", paused)])
+    canceled = states.status_event(paused, TaskState.canceled)
+    failed = states.status_event(paused, TaskState.failed)
     await first.write(
-        [TaskWrite("acme", states.apply(created, canceled), 2, [serialize(canceled, 2)])]
+        [TaskWrite("acme", states.apply(paused, canceled), 2, [serialize(canceled, 2)])]
     )
     with pytest.raises(TaskConflict, match="task t was changed by another writer"):
         await second.write(
-            [TaskWrite("acme", states.apply(created, failed), 2, [serialize(failed, 2)])]
+            [TaskWrite("acme", states.apply(paused, failed), 2, [serialize(failed, 2)])]
         )
     stored = await first.get("acme", "t")
     assert stored is not None
@@ -200,15 +194,7 @@ async def test_a_sweep_takes_over_only_the_tasks_of_workers_that_are_gone(
     pool: asyncpg.Pool, database_url: str
 ) -> None:
     def working(task_id: str) -> TaskWrite:
-        message = Message(role=Role.user, kind="message", message_id=task_id, parts=[])
-        task = Task(
-            id=task_id,
-            context_id="c",
-            kind="task",
-            history=[message],
-            status=TaskStatus(state=TaskState.working),
-        )
-        return TaskWrite("acme", task, 1, [serialize(task, 1)])
+        return created("acme", a_task(task_id, TaskState.working))
 
     lease = await asyncpg.connect(database_url)  # worker 7 is alive while this holds its lock
     await lease.execute("SELECT pg_advisory_lock($1, $2)", WORKER_LOCK_CLASS, 7)
