@@ -1,4 +1,6 @@
-# The two commands of the README:  make run  and  make test.  Both install what they need.
+# The two commands of the README:  make run  and  make test.  Each installs what it needs:
+# `run` the service and its runtime dependencies only; `test` also the dev dependency group and
+# the Node tools the tests drive (package.json: Node.js >= 22.19 with npm).
 # Needs Python 3.12, gcc and make; uv is installed from PyPI into .tools/ and never fetches Python.
 
 PYTHON ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
@@ -6,16 +8,16 @@ PYTHON ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.
 UV_VERSION := 0.13.9
 UV := .tools/bin/uv
 export UV_PYTHON_DOWNLOADS := never
-export GRAPHITI_TELEMETRY_ENABLED := false
 
 .PHONY: run test install lint typecheck unit conformance bench
 
-run: install
+run: .venv/.synced-run
 	.venv/bin/agentic-rag serve $(ARGS)
 
 test: install lint typecheck unit conformance
 
-install: .venv/.synced node_modules/.installed
+# Everything for development: the dev group and the Node tools.
+install: .venv/.synced-dev node_modules/.installed
 
 # Node tools the tests drive (the MCP Inspector CLI), pinned by package-lock.json.
 node_modules/.installed: package.json package-lock.json
@@ -27,7 +29,12 @@ $(UV):
 	$(PYTHON) -m venv .tools
 	.tools/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-.venv/.synced: $(UV) uv.lock pyproject.toml
+# What running needs. --inexact keeps the dev group of an earlier `make test` installed.
+.venv/.synced-run: $(UV) uv.lock pyproject.toml
+	$(UV) sync --frozen --no-dev --inexact --python $(PYTHON)
+	@touch $@
+
+.venv/.synced-dev: $(UV) uv.lock pyproject.toml
 	$(UV) sync --frozen --python $(PYTHON)
 	@touch $@
 
@@ -44,5 +51,5 @@ unit:
 conformance:
 	.venv/bin/python -m pytest conformance
 
-bench: install
+bench: .venv/.synced-dev
 	.venv/bin/python bench/run.py

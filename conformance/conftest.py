@@ -159,5 +159,5 @@ def card(http: httpx.Client, sut_url: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def rpc(http: httpx.Client, card: dict[str, Any]) -> Rpc:
-    """JSON-RPC calls to the endpoint the card names (A2A-NOTES §1: POST to `AgentCard.url`)."""
+    """JSON-RPC calls to the endpoint the card names (docs/a2a-notes.md §1: POST to its `url`)."""
     return Rpc(http, card["url"])

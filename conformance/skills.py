@@ -2,6 +2,8 @@
 
 - `task N D`: N `working` updates D milliseconds apart, then a text artifact, then `completed`
 - `ask`: `input-required`; the next message on the task completes it
+- `listen`: works until another message arrives on the task (at most LISTEN_SECONDS), then
+  completes with "heard: " and that message's text
 - `fail`: ends `failed` with a reason
 - anything else: echoed back in a completed task, after the configured echo delay
 """
@@ -21,11 +23,14 @@ from agentic_rag.skills.help import add_help
 # run-sut hands --echo-delay to its worker processes in this environment variable.
 ECHO_DELAY_VARIABLE = "RUN_SUT_ECHO_DELAY"
 
+LISTEN_SECONDS = 30.0
+LISTEN_POLL = 0.02
+
 TASK = re.compile(r"^\s*task(?:\s+(\d+))?(?:\s+(\d+))?\s*$", re.IGNORECASE)
 
 
 class ScriptInput(BaseModel):
-    text: str = Field(description="task N D | ask | fail | any text to echo")
+    text: str = Field(description="task N D | ask | listen | fail | any text to echo")
 
 
 class ScriptOutput(BaseModel):
@@ -36,9 +41,11 @@ def conformance_registry(echo_delay: float = 0.0) -> SkillRegistry:
     registry = SkillRegistry()
 
     @registry.skill(
-        description="Follows a script given as plain text: 'task N D', 'ask', 'fail', or echo.",
+        description=(
+            "Follows a script given as plain text: 'task N D', 'ask', 'listen', 'fail', or echo."
+        ),
         tags=["conformance"],
-        examples=["task 3 50", "ask", "fail", "hello"],
+        examples=["task 3 50", "ask", "listen", "fail", "hello"],
         text_argument="text",
         render=lambda output: output.text,
         default=True,
@@ -55,6 +62,14 @@ def conformance_registry(echo_delay: float = 0.0) -> SkillRegistry:
             if len(ctx.texts) < 2:
                 ctx.ask("What should I answer? Reply on this task.")
             return ScriptOutput(text=f"you said: {ctx.texts[-1]}")
+        if text.lower() == "listen":
+            # A message to the working task joins ctx.texts; a skill has nothing to await it by.
+            for _ in range(int(LISTEN_SECONDS / LISTEN_POLL)):
+                if len(ctx.texts) > 1:
+                    break
+                await asyncio.sleep(LISTEN_POLL)
+            heard = ctx.texts[1:]
+            return ScriptOutput(text=f"heard: {heard[0]}" if heard else "heard nothing")
         if text.lower() == "fail":
             raise SkillError("failed as asked: the message was 'fail'")
         if echo_delay:

@@ -29,7 +29,7 @@ SCHEMA_0_3_0 = ROOT / "spec" / "a2a-v0.3.0.schema.json"
 
 FINAL_STATES = frozenset({"completed", "canceled", "failed", "rejected"})
 
-# A2A-NOTES §2, §8: the 0.2.1 schema's response definition for each method.
+# docs/a2a-notes.md §2, §8: the 0.2.1 schema's response definition for each method.
 RESPONSE_DEFINITION = {
     "message/send": "SendMessageResponse",
     "message/stream": "SendStreamingMessageResponse",
@@ -38,7 +38,7 @@ RESPONSE_DEFINITION = {
     "tasks/resubscribe": "SendStreamingMessageResponse",
     "tasks/pushNotificationConfig/set": "SetTaskPushNotificationConfigResponse",
     "tasks/pushNotificationConfig/get": "GetTaskPushNotificationConfigResponse",
-    # 0.2.5 additions, built below from 0.2.1 pieces (A2A-NOTES §8).
+    # 0.2.5 additions, built below from 0.2.1 pieces (docs/a2a-notes.md §8).
     "tasks/pushNotificationConfig/list": "ListTaskPushNotificationConfigResponse",
     "tasks/pushNotificationConfig/delete": "DeleteTaskPushNotificationConfigResponse",
 }
@@ -54,7 +54,7 @@ REQUEST_DEFINITION = {
     "tasks/pushNotificationConfig/get": "GetTaskPushNotificationConfigRequest",
 }
 
-# A2A-NOTES §3: the schema definition of each error code.
+# docs/a2a-notes.md §3: the schema definition of each error code.
 ERROR_DEFINITION = {
     -32700: "JSONParseError",
     -32600: "InvalidRequestError",
@@ -148,9 +148,9 @@ def assert_valid_response(envelope: Any, definition: str) -> None:
     """Validate a JSON-RPC response envelope against a 0.2.1 response definition.
 
     JSON-RPC 2.0 §5 requires `"id": null` in an error response when the request's id could
-    not be read (A2A-NOTES §12.1); the 0.2.1 schema types `id` as string|integer and makes it
-    optional (0.2.2+ allows null). So a null id on an error is checked by the caller, and the
-    rest of the envelope is validated as is.
+    not be read (docs/a2a-notes.md §12.1); the 0.2.1 schema types `id` as string|integer and
+    makes it optional (0.2.2+ allows null). So a null id on an error is checked by the caller,
+    and the rest of the envelope is validated as is.
     """
     instance = envelope
     if isinstance(envelope, dict) and "error" in envelope and envelope.get("id", 0) is None:
@@ -182,7 +182,7 @@ def text_message(
     role: str = "user",
     **extra: Any,
 ) -> dict[str, Any]:
-    """A Message with one TextPart (`kind` discriminates parts, A2A-NOTES §2, §11)."""
+    """A Message with one TextPart (`kind` discriminates parts, docs/a2a-notes.md §2, §11)."""
     message: dict[str, Any] = {
         "kind": "message",
         "role": role,
@@ -251,7 +251,7 @@ def state(task_or_event: dict[str, Any]) -> str:
 def check_envelope(
     response: httpx.Response, *, definition: str, expected_id: Any
 ) -> dict[str, Any]:
-    """The checks every non-streaming answer must pass (A2A-NOTES §1, §12.1).
+    """The checks every non-streaming answer must pass (docs/a2a-notes.md §1, §12.1).
 
     HTTP 200, `Content-Type: application/json`, one JSON object, valid against `definition`,
     `jsonrpc` "2.0", and the request id echoed with its type (null if it could not be read).

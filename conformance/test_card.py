@@ -1,4 +1,4 @@
-"""The Agent Card at its two well-known paths (A2A-NOTES §1, §7, §10)."""
+"""The Agent Card at its two well-known paths (docs/a2a-notes.md §1, §7, §10)."""
 
 from typing import Any
 from urllib.parse import urlparse

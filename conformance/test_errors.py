@@ -1,4 +1,4 @@
-"""Error codes and their classification (A2A-NOTES §3, §12.1, §12.2, §12.8).
+"""Error codes and their classification (docs/a2a-notes.md §3, §12.1, §12.2, §12.8).
 
 Every error is HTTP 200, `application/json`, a valid 0.2.1 `JSONRPCErrorResponse`, and
 echoes the request id, or `null` when the id could not be read (checked by `Rpc` and
@@ -6,6 +6,7 @@ echoes the request id, or `null` when the id could not be read (checked by `Rpc`
 """
 
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -93,6 +94,65 @@ def test_a_body_that_is_not_a_json_object_is_an_invalid_request(rpc: Rpc, body: 
         rpc.post_raw(json.dumps(body)), definition="JSONRPCErrorResponse", expected_id=None
     )
     assert _error_of(envelope)["code"] == -32600
+
+
+# --- requests without an id ------------------------------------------------------------------
+
+NO_ID = {key: value for key, value in VALID_GET.items() if key != "id"}
+
+
+@pytest.mark.parametrize(
+    ("request_object", "code"),
+    [
+        ({key: value for key, value in NO_ID.items() if key != "jsonrpc"}, -32600),
+        ({**NO_ID, "jsonrpc": "1.0"}, -32600),
+        ({key: value for key, value in NO_ID.items() if key != "method"}, -32600),
+        ({**NO_ID, "method": 42}, -32600),
+        ({**NO_ID, "method": "tasks/unknown"}, -32601),
+        ({**NO_ID, "params": "t"}, -32602),
+        ({**NO_ID, "params": ["t"]}, -32602),
+        ({key: value for key, value in NO_ID.items() if key != "params"}, -32602),
+        ({**NO_ID, "method": "message/send", "params": None}, -32602),
+        (NO_ID, -32600),
+        ({**NO_ID, "params": {}}, -32600),
+    ],
+    ids=[
+        "jsonrpc-missing",
+        "jsonrpc-1.0",
+        "method-missing",
+        "method-number",
+        "method-unknown",
+        "params-string",
+        "params-array",
+        "params-missing",
+        "params-null",
+        "otherwise-valid",
+        "params-invalid-but-an-object",
+    ],
+)
+def test_a_request_without_an_id_is_told_the_first_thing_wrong_with_it(
+    rpc: Rpc, request_object: dict[str, Any], code: int
+) -> None:
+    """§12.1: checked in order: structure (-32600), method (-32601), params not an object
+    (-32602), and only then the missing id (-32600: notifications are not supported, every
+    A2A method has a result). Always HTTP 200 with `"id": null`."""
+    assert "id" not in request_object
+    envelope = check_envelope(
+        rpc.post_json(request_object), definition="JSONRPCErrorResponse", expected_id=None
+    )
+    assert _error_of(envelope)["code"] == code
+
+
+def test_a_message_send_without_an_id_is_not_run(rpc: Rpc) -> None:
+    """§12.1: a request without an id is refused, not run: the task it names is not created."""
+    task_id = f"never-created-{uuid.uuid4()}"
+    params = send_params("hello", task_id=task_id)
+    request_object = {"jsonrpc": "2.0", "method": "message/send", "params": params}
+    envelope = check_envelope(
+        rpc.post_json(request_object), definition="JSONRPCErrorResponse", expected_id=None
+    )
+    assert _error_of(envelope)["code"] == -32600
+    rpc.error("tasks/get", {"id": task_id}, code=-32001)
 
 
 # --- -32601: unknown method -----------------------------------------------------------------

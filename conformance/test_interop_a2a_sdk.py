@@ -1,4 +1,4 @@
-"""Interop: the current official a2a-sdk client (1.x), unmodified (A2A-NOTES §10).
+"""Interop: the current official a2a-sdk client (1.x), unmodified (docs/a2a-notes.md §10).
 
 `create_client(url)` reads `/.well-known/agent-card.json`; its `protocolVersion` "0.3.0"
 makes the client use its v0.3 compat JSON-RPC transport, which speaks the 0.x method names

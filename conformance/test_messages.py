@@ -1,8 +1,8 @@
-"""message/send: results, blocking, history, ids, final tasks, output modes
-(A2A-NOTES §2, §5, §12.3 to §12.7, §12.11).
+"""message/send: results, blocking, history, ids, final tasks, tasks in progress, sizes,
+output modes (docs/a2a-notes.md §2, §5, §12.3 to §12.7, §12.11).
 
-The SUT's skills are driven by text: `task N D`, `ask`, `fail`; anything else is echoed
-back in a completed task with one text artifact.
+The SUT's skills are driven by text: `task N D`, `ask`, `listen`, `fail`; anything else is
+echoed back in a completed task with one text artifact.
 """
 
 from typing import Any
@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from conformance.support import (
+    FINAL_STATES,
     Rpc,
     artifact_texts,
     check_envelope,
@@ -187,24 +188,85 @@ def test_a_new_task_gets_a_context_id_when_the_client_sends_none(rpc: Rpc) -> No
 # --- messages to a final task (§12.4) -------------------------------------------------------
 
 
-def test_a_message_to_a_final_task_is_answered_with_an_agent_message(rpc: Rpc) -> None:
-    """§12.4: the task is not reopened; the answer is an agent Message with the same
-    `contextId` and the `taskId` set."""
+def _user_messages(task: dict[str, Any]) -> list[dict[str, Any]]:
+    return [message for message in task.get("history") or [] if message["role"] == "user"]
+
+
+def test_a_message_to_a_final_task_starts_a_follow_up_task_in_its_context(rpc: Rpc) -> None:
+    """§4, §12.4: a final task cannot be restarted; the message starts a new task in the same
+    context whose message references the final one (`referenceTaskIds`), and the answer is
+    that task, run to its end."""
     task = rpc.send_task("hello")
-    answer = rpc.send("once more", task_id=task["id"], context_id=task["contextId"])
-    assert answer["kind"] == "message"
-    assert answer["role"] == "agent"
-    assert answer["contextId"] == task["contextId"]
-    assert answer["taskId"] == task["id"]
-    assert texts(answer["parts"]), "the message says why"
+    follow_up = rpc.send_task("once more", task_id=task["id"], context_id=task["contextId"])
+    assert follow_up["id"] != task["id"]
+    assert follow_up["contextId"] == task["contextId"]
+    assert state(follow_up) == "completed"
+    assert "once more" in "".join(artifact_texts(follow_up))
+    (message,) = _user_messages(rpc.get_task(follow_up["id"]))
+    assert message["taskId"] == follow_up["id"]
+    assert message["referenceTaskIds"] == [task["id"]]
+    assert texts(message["parts"]) == ["once more"]
+
+
+def test_a_message_to_a_final_task_without_a_context_id_follows_it_up_in_its_context(
+    rpc: Rpc,
+) -> None:
+    """§12.4: the `taskId` alone names the final task; the follow-up joins its context."""
+    task = rpc.send_task("fail")
+    assert state(task) == "failed"
+    follow_up = rpc.send_task("try again", task_id=task["id"])
+    assert follow_up["id"] != task["id"]
+    assert follow_up["contextId"] == task["contextId"]
+    assert state(follow_up) == "completed"
 
 
 def test_a_message_to_a_final_task_leaves_the_task_unchanged(rpc: Rpc) -> None:
-    """§4, §12.4: a terminal task cannot be restarted; nothing about it changes."""
+    """§4, §12.4: a terminal task cannot be restarted; nothing about it changes, neither its
+    status nor its history."""
     task = rpc.send_task("hello")
     before = rpc.get_task(task["id"])
-    rpc.send("once more", task_id=task["id"], context_id=task["contextId"])
-    assert rpc.get_task(task["id"]) == before
+    rpc.send_task("once more", task_id=task["id"], context_id=task["contextId"])
+    after = rpc.get_task(task["id"])
+    assert after == before
+    assert after["status"] == task["status"] and after["history"] == task["history"]
+
+
+def test_the_follow_up_keeps_the_references_the_client_gave(rpc: Rpc) -> None:
+    """§5, §12.4: `referenceTaskIds` the client sent are kept; the final task is added."""
+    earlier = rpc.send_task("earlier")
+    task = rpc.send_task("hello", context_id=earlier["contextId"])
+    message = text_message(
+        "follow up",
+        task_id=task["id"],
+        context_id=task["contextId"],
+        referenceTaskIds=[earlier["id"]],
+    )
+    params = {"message": message, "configuration": {"acceptedOutputModes": ["text/plain"]}}
+    follow_up = rpc.result("message/send", params)
+    (sent,) = _user_messages(rpc.get_task(follow_up["id"]))
+    assert sent["referenceTaskIds"] == [earlier["id"], task["id"]]
+
+
+def test_a_retried_message_to_a_final_task_runs_its_follow_up_once(rpc: Rpc) -> None:
+    """§12.3, §12.4: the same `messageId` again answers the same follow-up task; its skill
+    does not run again."""
+    task = rpc.send_task("hello")
+    message_id = new_id("msg-")
+    first = rpc.send_task("once more", task_id=task["id"], message_id=message_id)
+    again = rpc.send_task("once more", task_id=task["id"], message_id=message_id)
+    assert again["id"] == first["id"] != task["id"]
+    follow_up = rpc.get_task(first["id"])
+    assert [m["messageId"] for m in _user_messages(follow_up)] == [message_id]
+    assert len(follow_up["artifacts"]) == 1
+
+
+def test_a_non_blocking_message_to_a_final_task_answers_the_follow_up_at_once(rpc: Rpc) -> None:
+    """§12.4, §12.5: `blocking: false` answers the follow-up task as created."""
+    task = rpc.send_task("hello")
+    follow_up = rpc.send_task("task 3 100", task_id=task["id"], blocking=False)
+    assert follow_up["id"] != task["id"]
+    assert state(follow_up) in ("submitted", "working")
+    assert state(rpc.wait_for_state(follow_up["id"], FINAL_STATES)) == "completed"
 
 
 def test_a_follow_up_task_may_reference_a_final_one(rpc: Rpc) -> None:
@@ -217,6 +279,53 @@ def test_a_follow_up_task_may_reference_a_final_one(rpc: Rpc) -> None:
     assert follow_up["id"] != task["id"]
     assert follow_up["contextId"] == task["contextId"]
     assert state(follow_up) == "completed"
+
+
+# --- messages to a task in progress ---------------------------------------------------------
+
+
+def _listening(rpc: Rpc) -> dict[str, Any]:
+    """A `listen` task once it works: it completes when another message reaches it."""
+    task = rpc.send_task("listen", blocking=False)
+    return rpc.wait_for_state(task["id"], {"working"})
+
+
+def test_a_message_to_a_working_task_joins_its_history_and_the_skill_reads_it(rpc: Rpc) -> None:
+    """A message to a task that works is accepted: it joins the task's history, the answer is
+    the task as it stands (it still works, or has just used the message), and the running
+    skill reads it."""
+    task = _listening(rpc)
+    message_id = new_id("msg-")
+    answer = rpc.send_task("are you there?", task_id=task["id"], message_id=message_id)
+    assert answer["id"] == task["id"]
+    assert state(answer) in ("working", "completed")
+    assert [m["messageId"] for m in _user_messages(answer)][1:] == [message_id]
+    done = rpc.wait_for_state(task["id"], FINAL_STATES)
+    assert state(done) == "completed"
+    assert artifact_texts(done) == ["heard: are you there?"]
+    assert [texts(m["parts"]) for m in _user_messages(done)] == [["listen"], ["are you there?"]]
+
+
+def test_a_retry_of_a_message_to_a_working_task_joins_it_once(rpc: Rpc) -> None:
+    """§12.3: the same `messageId` again is a retry: it is in the history once."""
+    task = _listening(rpc)
+    message_id = new_id("msg-")
+    rpc.send_task("first", task_id=task["id"], message_id=message_id)
+    rpc.send_task("first", task_id=task["id"], message_id=message_id)
+    done = rpc.wait_for_state(task["id"], FINAL_STATES)
+    assert [m["messageId"] for m in _user_messages(done)][1:] == [message_id]
+
+
+# --- size ------------------------------------------------------------------------------------
+
+
+def test_a_one_mebibyte_text_message_is_accepted(rpc: Rpc) -> None:
+    """A request body limit well above a few MiB lets files travel as parts: a 1 MiB text
+    is echoed back whole."""
+    text = "0123456789abcdef" * (1024 * 1024 // 16)
+    task = rpc.send_task(text)
+    assert state(task) == "completed"
+    assert artifact_texts(task) == [text]
 
 
 # --- acceptedOutputModes (§12.7) ------------------------------------------------------------

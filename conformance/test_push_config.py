@@ -1,4 +1,4 @@
-"""Push notification configs: set/get/list/delete (A2A-NOTES §2, §8, §12.9).
+"""Push notification configs: set/get/list/delete (docs/a2a-notes.md §2, §8, §12.9).
 
 Delivery itself is tested elsewhere. The accepted webhook URLs use a host name under the
 reserved `.invalid` TLD (RFC 2606): it passes the shape check when set (host names are only
@@ -118,6 +118,22 @@ def test_delete_removes_one_config_and_answers_null(rpc: Rpc, task_id: str) -> N
     )
     assert result is None
     assert [c["pushNotificationConfig"]["id"] for c in _list(rpc, task_id)] == ["cfg-b"]
+
+
+@pytest.mark.parametrize("existing", [True, False], ids=["deleted-twice", "never-set"])
+def test_delete_of_a_config_id_the_task_does_not_have_succeeds(
+    rpc: Rpc, task_id: str, existing: bool
+) -> None:
+    """§8: deletes are idempotent: deleting a config id the task has not (or no longer) got
+    answers `null`, like the first delete, and leaves the task's other configs."""
+    _set(rpc, task_id, {"id": "cfg-kept", "url": f"{HOOK}/kept"})
+    if existing:
+        _set(rpc, task_id, {"id": "cfg-gone", "url": f"{HOOK}/gone"})
+    params = {"id": task_id, "pushNotificationConfigId": "cfg-gone"}
+    for _ in range(2 if existing else 1):
+        result = rpc.result("tasks/pushNotificationConfig/delete", params, strict_request=False)
+        assert result is None
+    assert [c["pushNotificationConfig"]["id"] for c in _list(rpc, task_id)] == ["cfg-kept"]
 
 
 def test_list_of_a_task_without_configs_is_empty(rpc: Rpc, task_id: str) -> None:

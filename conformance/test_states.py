@@ -1,4 +1,4 @@
-"""The task state machine: input-required, failed, canceled (A2A-NOTES §4, §12.4, §12.8)."""
+"""The task state machine: input-required, failed, canceled (docs/a2a-notes.md §4, §12)."""
 
 import time
 

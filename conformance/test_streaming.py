@@ -1,4 +1,4 @@
-"""message/stream and tasks/resubscribe (A2A-NOTES §1, §2, §6, §12.2).
+"""message/stream and tasks/resubscribe (docs/a2a-notes.md §1, §2, §6, §12.2).
 
 Every `data:` payload is validated as a 0.2.1 `SendStreamingMessageResponse` carrying the
 request's id (`SseStream`). The SSE `id:` line of a task event is its sequence number.
@@ -136,6 +136,47 @@ def test_message_stream_continues_an_input_required_task(rpc: Rpc) -> None:
     assert state(last.result) == "completed"
     assert last.result["final"] is True
     assert state(rpc.get_task(asked["id"])) == "completed"
+
+
+def test_message_stream_to_a_final_task_streams_its_follow_up(rpc: Rpc) -> None:
+    """§12.4: a `message/stream` naming a final task streams the follow-up task it starts in
+    the same context, from the new task to its final status."""
+    task = rpc.send_task("hello")
+    params = send_params("task 2 50", task_id=task["id"], context_id=task["contextId"])
+    with rpc.stream("message/stream", params) as stream:
+        events = stream.until_closed()
+    first, last = events[0], events[-1]
+    assert first.kind == "task"
+    assert first.result["id"] != task["id"]
+    assert first.result["contextId"] == task["contextId"]
+    assert first.result["history"][0]["referenceTaskIds"] == [task["id"]]
+    assert all(event.task_id == first.result["id"] for event in events)
+    assert last.kind == "status-update" and state(last.result) == "completed"
+    assert last.result["final"] is True
+    assert rpc.get_task(task["id"]) == task  # the final task is as it was
+
+
+def test_message_stream_to_a_working_task_streams_that_task_from_now_on(rpc: Rpc) -> None:
+    """A `message/stream` naming a task that works: the message joins the task, and the
+    stream is that task as it stands (the message in its history), then its later events to
+    the final status (only that status when the skill, having read the message, ended
+    first)."""
+    task = rpc.send_task("listen", blocking=False)
+    rpc.wait_for_state(task["id"], {"working"})
+    params = send_params("still there?", task_id=task["id"])
+    with rpc.stream("message/stream", params) as stream:
+        events = stream.until_closed()
+    first, last = events[0], events[-1]
+    assert first.kind == "task" and first.result["id"] == task["id"]
+    sent = [m for m in first.result["history"] if m["role"] == "user"][-1]
+    assert sent["messageId"] == params["message"]["messageId"]
+    assert all(event.task_id == task["id"] for event in events)
+    logged = [event.seq for event in events if event.id is not None]
+    assert all(a < b for a, b in pairwise(logged)), logged
+    assert last.kind == "status-update" and state(last.result) == "completed"
+    assert last.result["final"] is True
+    artifact = rpc.get_task(task["id"])["artifacts"][0]
+    assert [p["text"] for p in artifact["parts"] if p["kind"] == "text"] == ["heard: still there?"]
 
 
 # --- tasks/resubscribe ----------------------------------------------------------------------

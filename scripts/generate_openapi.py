@@ -7,8 +7,8 @@ The paths, the security schemes and a few small schemas (JWKS, SSE event, error 
 written here by hand; every A2A type is copied from the official JSON schemas in `spec/`:
 
 - all definitions of `a2a-v0.2.1.schema.json`, under their own names;
-- the 0.2.5/0.3.0 extras the server also accepts (A2A-NOTES §9, §12.9, §12.10) and the 0.3.0
-  Agent Card served at `/.well-known/agent-card.json`, with everything they reference, from
+- the 0.2.5/0.3.0 extras the server also accepts (docs/a2a-notes.md §9, §12.9, §12.10) and the
+  0.3.0 Agent Card served at `/.well-known/agent-card.json`, with everything they reference, from
   `a2a-v0.3.0.schema.json`, under names prefixed `v030_`.
 
 Two errata are applied to the 0.2.1 definitions, where its schema is looser or stricter than the
@@ -19,7 +19,7 @@ specification's own text:
   `string | integer | null`; 0.2.1 left `null` out.
 - `Message.parts` and `Artifact.parts` have at least one item, as the 0.2.1 text says ("must
   contain at least one"); the schema omits `minItems`. The server answers -32602 to a message
-  without parts (A2A-NOTES §12.1).
+  without parts (docs/a2a-notes.md §12.1).
 
 `RPCRequest` also requires `id`: this server supports no notifications (A2A 0.2.2 made `id`
 required), and answers a request without one with -32600.
@@ -245,6 +245,31 @@ def _own_schemas() -> dict[str, Any]:
                 "e": {"type": "string"},
             },
         },
+        "HomePage": {
+            "description": (
+                "Where things are: the Agent Card, the A2A and MCP endpoints (absolute, from the "
+                "public URL), and the documents of the repository by topic."
+            ),
+            "type": "object",
+            "required": [
+                "name",
+                "description",
+                "agentCard",
+                "agentCardV030",
+                "a2a",
+                "mcp",
+                "docs",
+            ],
+            "properties": {
+                "name": {"type": "string"},
+                "description": {"type": "string"},
+                "agentCard": {"type": "string", "format": "uri"},
+                "agentCardV030": {"type": "string", "format": "uri"},
+                "a2a": {"type": "string", "format": "uri"},
+                "mcp": {"type": "string", "format": "uri"},
+                "docs": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+        },
         "JWKSet": {
             "description": "The JWK Set of the push notification signing keys (RFC 7517 §5).",
             "type": "object",
@@ -307,6 +332,23 @@ def _json(schema_name: str, description: str) -> dict[str, Any]:
 def _paths() -> dict[str, Any]:
     return {
         "/": {
+            "get": {
+                "operationId": "home",
+                "summary": "Where things are: a page for browsers, JSON for clients that ask",
+                "description": (
+                    "Public. HTML, unless the Accept header prefers application/json to "
+                    "text/html. A2A calls are POSTs to this path."
+                ),
+                "responses": {
+                    "200": {
+                        "description": "The page.",
+                        "content": {
+                            "text/html": {"schema": {"type": "string"}},
+                            "application/json": {"schema": ref("HomePage")},
+                        },
+                    }
+                },
+            },
             "post": {
                 "operationId": "jsonrpc",
                 "summary": "A2A JSON-RPC 2.0 endpoint (AgentCard.url)",
@@ -348,7 +390,7 @@ def _paths() -> dict[str, Any]:
                     **_auth_responses(rpc=True),
                 },
                 "security": SECURITY,
-            }
+            },
         },
         "/.well-known/agent.json": {
             "get": {

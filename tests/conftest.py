@@ -1,7 +1,17 @@
 """Fixtures: a real PostgreSQL with pgvector (embedded, started once), a fresh database per
-test, a session-wide server, and a real Redis."""
+test, a session-wide server, and a real Redis. And a check that the session leaked no
+PostgreSQL server.
 
+Every temporary directory of the session (pytest's `tmp_path`, `tempfile`'s, and those of the
+processes tests start) lives in one directory of its own, `SESSION_TMP`: so the servers this
+session started are told apart from other sessions' on the machine, by their data directory.
+"""
+
+import os
+import shutil
+import signal
 import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -14,18 +24,49 @@ import pytest
 if TYPE_CHECKING:
     from tests.live import LiveServer
 
-from agentic_rag.storage.embedded import start_embedded_postgres
+from agentic_rag.storage.embedded import EmbeddedPostgres, postgres_processes
+
+SESSION_TMP = Path(tempfile.gettempdir()) / f"agentic-rag-tests-{os.getpid()}"
+LEAK_GRACE_SECONDS = 10  # for servers still shutting down when the last test ends
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    SESSION_TMP.mkdir(exist_ok=True)
+    tempfile.tempdir = str(SESSION_TMP)
+    os.environ["TMPDIR"] = str(SESSION_TMP)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(SESSION_TMP, ignore_errors=True)
+
+
+def _servers_of_this_session() -> dict[int, Path]:
+    return {
+        pid: cwd for pid, cwd in postgres_processes().items() if cwd.is_relative_to(SESSION_TMP)
+    }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_postgres_outlives_the_session() -> Iterator[None]:
+    """Fails the session (at the last test's teardown) if a PostgreSQL server it started still
+    runs once every fixture has stopped what it started; such servers are killed."""
+    yield  # set up first, so torn down last
+    deadline = time.monotonic() + LEAK_GRACE_SECONDS
+    while (leaked := _servers_of_this_session()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in leaked:
+        os.kill(pid, signal.SIGKILL)
+    assert not leaked, f"PostgreSQL processes left running: {sorted(set(leaked.values()))}"
 
 
 @pytest.fixture(scope="session")
 def postgres_dsn() -> Iterator[str]:
-    """The DSN of the test PostgreSQL server's maintenance database.
-
-    Its data lives outside pytest's temporary directories: pytest deletes old ones, and
-    another pytest session on the machine could delete them under a running server.
-    """
+    """The DSN of the test PostgreSQL server's maintenance database."""
     root = Path(tempfile.mkdtemp(prefix="agentic-rag-test-pg-"))
-    yield start_embedded_postgres(root, delete_at_exit=True)
+    server = EmbeddedPostgres(root)
+    yield server.start()
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

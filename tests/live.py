@@ -85,9 +85,11 @@ class LiveServer:
 
 @contextmanager
 def live_server(
-    registry: SkillRegistry, *, database_url: str, data_dir: Path, **settings: object
+    registry: SkillRegistry | None, *, database_url: str, data_dir: Path, **settings: object
 ) -> Iterator[LiveServer]:
-    """Run the app until the block ends; a clean shutdown, like SIGTERM, at the end."""
+    """Run the app until the block ends; a clean shutdown, like SIGTERM, at the end.
+
+    `registry` None serves the product's skills (the knowledge engine included)."""
     config = Settings(
         host="127.0.0.1",
         port=free_port(),

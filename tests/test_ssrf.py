@@ -281,6 +281,32 @@ async def test_at_most_five_redirects() -> None:
         assert hits["loop"] == MAX_REDIRECTS + 1
 
 
+async def test_streamed_responses_and_a_redirect_limit() -> None:
+    async with serve(app) as port, httpx.AsyncClient() as client:
+        base = f"http://127.0.0.1:{port}"
+        with pytest.raises(UnsafeURLError, match="private"):
+            await LOCAL.request(
+                client, "GET", f"{base}/redirect", params={"to": "http://10.0.0.1/"}, stream=True
+            )
+
+        response = await LOCAL.request(
+            client, "GET", f"{base}/redirect", params={"to": "/echo"}, stream=True
+        )
+        try:
+            assert not response.is_stream_consumed  # the caller reads the body, bounded
+            body = b"".join([chunk async for chunk in response.aiter_raw()])
+        finally:
+            await response.aclose()
+        assert b'"method":"GET"' in body
+        assert [r.status_code for r in response.history] == [302]
+        assert str(response.url) == f"{base}/echo"
+
+        hits.clear()
+        with pytest.raises(httpx.TooManyRedirects, match="more than 1 redirects"):
+            await LOCAL.request(client, "GET", f"{base}/loop", stream=True, max_redirects=1)
+        assert hits["loop"] == 2
+
+
 def _self_signed(directory: Path, name: str) -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])

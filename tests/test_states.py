@@ -77,10 +77,24 @@ def test_input_required_continues_the_same_task_with_the_message_in_history() ->
     assert [m.message_id for m in task.history or []] == ["m2"]
 
 
-def test_a_message_to_a_working_task_is_illegal() -> None:
-    reply = Message(role=Role.user, kind="message", message_id="m2", parts=text("yes"))
+@pytest.mark.parametrize("state", [S.submitted, S.working])
+def test_a_message_to_a_task_in_progress_joins_its_history_and_changes_no_state(
+    state: TaskState,
+) -> None:
+    task = moved(new_task(), state) if state is not S.submitted else new_task()
+    message = Message(role=Role.user, kind="message", message_id="m2", parts=text("also"))
+    after = states.apply(task, message)
+    assert after.status == task.status
+    assert [m.message_id for m in after.history or []] == ["m2"]
+    assert moved(after, S.working, S.completed).status.state is S.completed
+
+
+@pytest.mark.parametrize("final", sorted(states.TERMINAL))
+def test_a_message_to_a_final_task_is_illegal(final: TaskState) -> None:
+    task = moved(new_task(), S.working) if final is not S.rejected else new_task()
+    message = Message(role=Role.user, kind="message", message_id="m2", parts=text("yes"))
     with pytest.raises(states.IllegalTransition):
-        states.apply(moved(new_task(), S.working), reply)
+        states.apply(moved(task, final), message)
 
 
 def test_status_messages_join_the_history() -> None:

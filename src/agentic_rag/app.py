@@ -5,6 +5,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Literal
 
 import asyncpg
 from starlette.applications import Starlette
@@ -18,7 +19,8 @@ from agentic_rag.a2a.routes import METHOD_SCOPES, A2AEndpoints
 from agentic_rag.a2a.runner import Runner
 from agentic_rag.a2a.store import TaskStore
 from agentic_rag.a2a.tasks import LocalWorkQueue, TaskService
-from agentic_rag.config import Settings
+from agentic_rag.config import Settings, keys_create_command
+from agentic_rag.home import HomePage
 from agentic_rag.mcp.http import McpHttp
 from agentic_rag.observability import metrics as observed
 from agentic_rag.observability.health import HealthEndpoints
@@ -31,14 +33,20 @@ from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.security.tokens import JWTVerifier
 from agentic_rag.skills import SkillRegistry
 from agentic_rag.skills.help import default_registry
-from agentic_rag.storage.embedded import open_embedded_postgres
+from agentic_rag.storage.embedded import EmbeddedPostgres
 from agentic_rag.storage.postgres import connect
+
+if TYPE_CHECKING:
+    from agentic_rag.knowledge.service import KnowledgeService
 
 log = logging.getLogger(__name__)
 
 
 class InsecureBindError(RuntimeError):
     pass
+
+
+type Transport = Literal["http", "stdio"]
 
 
 class Engine:
@@ -53,8 +61,18 @@ class Engine:
     api_keys: ApiKeyStore
     auth: Authenticator
 
-    def __init__(self, settings: Settings, registry: SkillRegistry) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: SkillRegistry,
+        *,
+        knowledge: bool = False,
+        transport: Transport = "http",
+    ) -> None:
         self.settings, self.registry = settings, registry
+        self.transport = transport  # who can call: anyone who reaches the port, or one process
+        self._serves_knowledge = knowledge
+        self._knowledge: "KnowledgeService | None" = None
         self._stack = AsyncExitStack()  # undoes `start` in reverse, also when it fails halfway
 
     async def start(self) -> None:
@@ -69,10 +87,21 @@ class Engine:
         tokens = _jwt_verifier(settings)
         dsn = settings.database_url
         if dsn is None:
-            dsn, stop_postgres = open_embedded_postgres(settings.data_dir)
-            self._stack.push_async_callback(asyncio.to_thread, stop_postgres)
+            postgres = EmbeddedPostgres(settings.data_dir)
+            self._stack.push_async_callback(asyncio.to_thread, postgres.stop)
+            dsn = await asyncio.to_thread(postgres.start)
         self.pool = await connect(dsn, settings.database_pool_size)
         self._stack.push_async_callback(self.pool.close)
+
+        if self._serves_knowledge:
+            # Imported here: the models' libraries take a second to import, which processes
+            # without knowledge skills (tests, tools) need not pay.
+            from agentic_rag.knowledge.service import KnowledgeService
+
+            knowledge = KnowledgeService(settings, self.pool)
+            self._stack.push_async_callback(knowledge.stop)
+            await knowledge.start()
+            self._knowledge = knowledge
 
         self.api_keys = ApiKeyStore(self.pool)
         limiter = RateLimiter(
@@ -131,8 +160,17 @@ class Engine:
         self._stack.push_async_callback(cluster.stop)
 
     def _check_exposure(self) -> None:
-        """Secure by default: open local mode only on a loopback address."""
+        """Secure by default: open local mode only on a loopback address.
+
+        Over stdio there is nothing to check: the one caller started this process.
+        """
+        if self.transport == "stdio":
+            return
         settings = self.settings
+        refusal = exposure_refusal(settings, enforced=self.auth.enforced)
+        if refusal is not None:
+            log.error("%s", refusal)
+            raise InsecureBindError(refusal)
         if self.auth.enforced:
             log.info(
                 "authentication required (%s)",
@@ -143,33 +181,42 @@ class Engine:
                 "open local mode: no credentials are configured, so every caller on "
                 "this machine is the single 'local' tenant"
             )
-        elif settings.insecure:
+        else:
             log.warning(
                 "INSECURE: serving %s without credentials; anyone who can reach it can use it",
                 settings.host,
             )
-        else:
-            message = (
-                f"refusing to serve {settings.host} without credentials: create an API key "
-                "(agentic-rag keys create --tenant NAME), configure JWT "
-                "(AGENTIC_RAG_JWT_SECRET or AGENTIC_RAG_JWT_JWKS_URL), bind 127.0.0.1, "
-                "or pass --insecure"
-            )
-            log.error(message)
-            raise InsecureBindError(message)
+
+    @property
+    def knowledge(self) -> "KnowledgeService":
+        if self._knowledge is None:
+            raise RuntimeError("the knowledge engine is not running in this process")
+        return self._knowledge
 
     async def stop(self) -> None:
         await self._stack.aclose()
 
 
+def exposure_refusal(settings: Settings, *, enforced: bool) -> str | None:
+    """Why serving `settings` over HTTP is refused, or None: a non-loopback address without
+    credentials (`enforced`: API keys exist, JWT is configured, or auth is required), unless
+    --insecure says so."""
+    if enforced or is_loopback(settings.host) or settings.insecure:
+        return None
+    return (
+        f"refusing to serve {settings.host} without credentials: create an API key "
+        f"({keys_create_command(settings)}), configure JWT "
+        "(AGENTIC_RAG_JWT_SECRET or AGENTIC_RAG_JWT_JWKS_URL), bind 127.0.0.1, "
+        "or pass --insecure"
+    )
+
+
 def _jwt_verifier(settings: Settings) -> JWTVerifier | None:
     if not settings.jwt_configured():
         return None
-    if not settings.jwt_issuer or not settings.jwt_audience:
-        raise ValueError(
-            "JWT needs AGENTIC_RAG_JWT_ISSUER and AGENTIC_RAG_JWT_AUDIENCE: every token's "
-            "iss and aud are checked"
-        )
+    # Settings refuses JWT without both (before anything starts): a copy that skipped that
+    # validation is a bug.
+    assert settings.jwt_issuer and settings.jwt_audience
     return JWTVerifier(
         issuer=settings.jwt_issuer,
         audience=settings.jwt_audience,
@@ -183,8 +230,10 @@ def _jwt_verifier(settings: Settings) -> JWTVerifier | None:
 
 def build_app(settings: Settings | None = None, registry: SkillRegistry | None = None) -> Starlette:
     settings = settings or Settings()
-    registry = registry if registry is not None else default_registry()
-    engine = Engine(settings, registry)
+    serves_knowledge = registry is None
+    engine: Engine  # the product's skills reach the engine's knowledge service once it runs
+    registry = registry if registry is not None else default_registry(lambda: engine.knowledge)
+    engine = Engine(settings, registry, knowledge=serves_knowledge)
     a2a = A2AEndpoints(settings, engine)
     mcp = McpHttp(registry, settings)
     metrics = observed.Metrics()
@@ -210,7 +259,12 @@ def build_app(settings: Settings | None = None, registry: SkillRegistry | None =
 
     app = Starlette(
         # MCP last: its app answers /mcp, and Mount("/mcp") would redirect POST /mcp to /mcp/.
-        routes=[*health.routes(), *a2a.routes(), Mount("/", app=mcp.app)],
+        routes=[
+            *health.routes(),
+            *a2a.routes(),
+            HomePage(settings).route(),
+            Mount("/", app=mcp.app),
+        ],
         middleware=[
             Middleware(ObservabilityMiddleware, metrics=metrics, rpc_methods=METHOD_SCOPES),
             Middleware(AuthenticationMiddleware, authenticator=lambda: engine.auth),

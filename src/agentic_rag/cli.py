@@ -1,21 +1,38 @@
-"""The command line: `agentic-rag serve` and friends."""
+"""The command line: `agentic-rag serve | keys | mcp | doctor`, and `agentic-rag-mcp`.
+
+What the user typed is checked by argparse (an option's value, with the rules of its setting)
+and by `Settings` (the environment too), before anything starts; what fails prints one line
+and exits non-zero, never a traceback.
+"""
 
 import argparse
 import asyncio
 import logging
 import sys
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
+from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from agentic_rag.config import Settings
-from agentic_rag.security.api_keys import ApiKeyStore
+from agentic_rag.config import Settings, env_name, setting_errors
+from agentic_rag.security.api_keys import ApiKeyStore, check_tenant, checked_scopes
+from agentic_rag.storage.embedded import EmbeddedPostgres, EmbeddedPostgresError
 
-log = logging.getLogger("agentic_rag.cli")
-
+DESCRIPTION = (
+    "agentic-rag: a knowledge agent. One server is an A2A (v0.2.1) agent and an MCP server "
+    "over the same skills, with its data in PostgreSQL (embedded in a data directory unless "
+    "DATABASE_URL is set). Settings come from options and AGENTIC_RAG_* variables."
+)
+MCP_DESCRIPTION = (
+    "agentic-rag-mcp: the agentic-rag skills as an MCP server over stdio, for clients that "
+    "start their servers. Bridged to the server at AGENTIC_RAG_URL (with AGENTIC_RAG_API_KEY) "
+    "when set, else the engine runs in this process on the data directory."
+)
+MAX_KEY_DAYS = 3650  # ten years: beyond that, a key that never expires says what is meant
 
 SETTING_OPTIONS = ("host", "port", "data_dir", "public_url", "insecure", "log_level", "workers")
 
@@ -27,6 +44,50 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {name: value for name, value in given.items() if value is not None}
 
 
+# -- option types: a bad value is refused by argparse, with the reason -----------------------
+
+
+def _setting(field: str) -> Callable[[str], Any]:
+    """The type of an option that gives the setting `field`: checked by the setting's rules."""
+    info = Settings.model_fields[field]
+    form: Any = Annotated[info.annotation, info]  # the field's type with its constraints
+    adapter: TypeAdapter[Any] = TypeAdapter(form)
+
+    def check(text: str) -> Any:
+        try:
+            return adapter.validate_python(text)
+        except ValidationError as invalid:
+            raise argparse.ArgumentTypeError(setting_errors(invalid)[0][1]) from None
+
+    return check
+
+
+def _days(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_KEY_DAYS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number of days from 1 to {MAX_KEY_DAYS}"
+        )
+    return int(text)
+
+
+def _tenant(text: str) -> str:
+    try:
+        check_tenant(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+    return text
+
+
+def _scopes(text: str) -> tuple[str, ...]:
+    try:
+        return checked_scopes(s.strip() for s in text.split(",") if s.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
 def _serve(args: argparse.Namespace) -> int:
     from agentic_rag.serving import serve
 
@@ -35,31 +96,27 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 async def _with_keys(settings: Settings, action: Callable[[ApiKeyStore], Awaitable[int]]) -> int:
-    from agentic_rag.storage.embedded import start_embedded_postgres
     from agentic_rag.storage.postgres import connect
 
-    dsn = settings.database_url or start_embedded_postgres(settings.data_dir)
-    pool = await connect(dsn, size=2)
-    try:
+    async with AsyncExitStack() as stack:
+        dsn = settings.database_url
+        if dsn is None:
+            postgres = EmbeddedPostgres(settings.data_dir)
+            stack.push_async_callback(asyncio.to_thread, postgres.stop)
+            dsn = await asyncio.to_thread(postgres.start)
+        pool = await connect(dsn, size=2)
+        stack.push_async_callback(pool.close)
         return await action(ApiKeyStore(pool))
-    finally:
-        await pool.close()
 
 
 def _keys_create(args: argparse.Namespace) -> int:
-    expires = (
-        datetime.now(UTC) + timedelta(days=args.expires_in_days) if args.expires_in_days else None
-    )
-    scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
+    days = args.expires_in_days
+    expires = datetime.now(UTC) + timedelta(days=days) if days is not None else None
 
     async def create(store: ApiKeyStore) -> int:
-        try:
-            key, record = await store.create(
-                args.tenant, scopes, name=args.name, expires_at=expires
-            )
-        except ValueError as exc:
-            print(f"agentic-rag keys create: {exc}", file=sys.stderr)
-            return 2
+        key, record = await store.create(
+            args.tenant, args.scopes, name=args.name, expires_at=expires
+        )
         print(key)
         print(
             f"id {record.id}, tenant {record.tenant}, scopes {','.join(record.scopes)}"
@@ -109,82 +166,139 @@ def _doctor(args: argparse.Namespace) -> int:
     return doctor.main(_overrides(args), as_json=args.json)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="agentic-rag", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the A2A server")
+# -- the parsers ------------------------------------------------------------------------------
+
+
+def _add_version(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('agentic-rag')}")
+
+
+def _add_data_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="where the embedded PostgreSQL keeps its data (default AGENTIC_RAG_DATA_DIR, "
+        "else ./data); unused when DATABASE_URL is set",
+    )
+
+
+def _add_mcp_options(parser: argparse.ArgumentParser) -> None:
+    _add_data_dir(parser)
+    # stdout is the protocol: logs go to stderr, and only warnings unless asked.
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="least severe level logged to stderr (default warning)",
+    )
+    parser.set_defaults(run=_mcp)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentic-rag", description=DESCRIPTION)
+    _add_version(parser)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser(
+        "serve", help="run the server: A2A at /, the Agent Card, MCP at /mcp"
+    )
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port to bind (default 8000)")
-    serve.add_argument("--data-dir", type=Path, help="where embedded data lives (default ./data)")
-    serve.add_argument("--public-url", help="the URL peers use to reach this server")
+    serve.add_argument("--port", type=_setting("port"), help="port to bind (default 8000)")
+    _add_data_dir(serve)
+    serve.add_argument(
+        "--public-url", help="the URL peers use to reach this server (the Agent Card's url)"
+    )
     serve.add_argument(
         "--log-level",
         choices=["debug", "info", "warning", "error", "critical"],
-        help="default AGENTIC_RAG_LOG_LEVEL, else info",
+        help="least severe level logged (default AGENTIC_RAG_LOG_LEVEL, else info)",
     )
     serve.add_argument(
         "--insecure", action="store_true", help="serve a non-loopback address without credentials"
     )
     serve.add_argument(
         "--workers",
-        type=int,
+        type=_setting("workers"),
         help="processes sharing the port and the database (default AGENTIC_RAG_WORKERS, else 1)",
     )
     serve.set_defaults(run=_serve)
 
-    keys = commands.add_parser("keys", help="manage API keys").add_subparsers(
-        dest="keys_command", required=True
-    )
+    keys = commands.add_parser(
+        "keys", help="create, list and revoke API keys", description="Manage API keys."
+    ).add_subparsers(dest="keys_command", required=True, metavar="ACTION")
     create = keys.add_parser("create", help="create a key and print it once")
-    create.add_argument("--tenant", required=True)
-    create.add_argument("--scopes", default="read,write", help="comma-separated: read,write,admin")
+    create.add_argument("--tenant", required=True, type=_tenant, help="the tenant the key acts for")
+    create.add_argument(
+        "--scopes",
+        type=_scopes,
+        default=("read", "write"),
+        help="comma-separated: read, write, admin (default read,write)",
+    )
     create.add_argument("--name", default="", help="a note to recognise the key by")
-    create.add_argument("--expires-in-days", type=int)
+    create.add_argument(
+        "--expires-in-days",
+        type=_days,
+        help=f"days until the key expires, 1 to {MAX_KEY_DAYS} (default: it never expires)",
+    )
     create.set_defaults(run=_keys_create)
     listing = keys.add_parser("list", help="list keys (never their secrets)")
-    listing.add_argument("--tenant")
+    listing.add_argument("--tenant", type=_tenant, help="only the keys of this tenant")
     listing.set_defaults(run=_keys_list)
     revoke = keys.add_parser("revoke", help="revoke a key by id")
-    revoke.add_argument("id")
+    revoke.add_argument("id", help="the key's id, as `keys list` shows it")
     revoke.set_defaults(run=_keys_revoke)
     for command in (create, listing, revoke):
-        command.add_argument("--data-dir", type=Path, help="the embedded data directory")
+        _add_data_dir(command)
+        command.set_defaults(log_level="warning")  # the database's start-up is not news here
 
     mcp = commands.add_parser(
         "mcp",
         help="serve MCP over stdio (bridged to AGENTIC_RAG_URL when set, else in-process)",
+        description=MCP_DESCRIPTION.removeprefix("agentic-rag-mcp: "),
     )
-    mcp.add_argument("--data-dir", type=Path, help="where embedded data lives (default ./data)")
-    # stdout is the protocol: logs go to stderr, and only warnings unless asked.
-    mcp.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
-    )
-    mcp.set_defaults(run=_mcp)
+    _add_mcp_options(mcp)
 
     doctor = commands.add_parser(
         "doctor", help="check the configuration, database, models and port; say what to fix"
     )
     doctor.add_argument("--host", help="the address serve would bind")
-    doctor.add_argument("--port", type=int, help="the port serve would bind")
-    doctor.add_argument("--data-dir", type=Path, help="where embedded data lives")
+    doctor.add_argument("--port", type=_setting("port"), help="the port serve would bind")
+    _add_data_dir(doctor)
     doctor.add_argument("--insecure", action="store_true", help="as serve --insecure")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.set_defaults(run=_doctor, log_level="warning")  # logs go to stderr
-    args = parser.parse_args(argv)
+    return parser
+
+
+def build_mcp_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentic-rag-mcp", description=MCP_DESCRIPTION)
+    _add_version(parser)
+    _add_mcp_options(parser)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=(getattr(args, "log_level", None) or "info").upper())
     try:
         result: int = args.run(args)
     except ValidationError as invalid:
-        for error in invalid.errors():
-            name = ".".join(str(part) for part in error["loc"])
-            print(f"agentic-rag: setting {name}: {error['msg']}", file=sys.stderr)
+        for field, message in setting_errors(invalid):
+            where = f"setting {field} ({env_name(field)})" if field else "settings"
+            print(f"agentic-rag: {where}: {message}", file=sys.stderr)
         return 2
+    except EmbeddedPostgresError as failed:
+        print(f"agentic-rag: {failed}", file=sys.stderr)
+        return 1
     return result
 
 
-def mcp_main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    return _run(build_parser().parse_args(argv))
+
+
+def mcp_main(argv: list[str] | None = None) -> int:
     """The `agentic-rag-mcp` console script that desktop MCP clients start."""
-    return main(["mcp", *sys.argv[1:]])
+    return _run(build_mcp_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

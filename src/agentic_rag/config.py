@@ -5,11 +5,22 @@ deployments conventionally set without a prefix: `DATABASE_URL` and `REDIS_URL`.
 """
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATA_DIR = Path("data")
 
 
 class TenantLimit(BaseModel):
@@ -21,8 +32,10 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENTIC_RAG_", extra="ignore")
 
     host: str = Field("127.0.0.1", description="Address to bind; non-loopback needs credentials.")
-    port: int = Field(8000, description="Port to bind.")
-    data_dir: Path = Field(Path("data"), description="Where the embedded PostgreSQL keeps data.")
+    port: int = Field(8000, ge=1, le=65535, description="Port to bind.")
+    data_dir: Path = Field(
+        DEFAULT_DATA_DIR, description="Where the embedded PostgreSQL keeps data."
+    )
     public_url: str | None = Field(
         None, description="Base URL peers use to reach this server; the Agent Card's `url`."
     )
@@ -34,7 +47,11 @@ class Settings(BaseSettings):
     )
     database_pool_size: int = Field(10, description="Most database connections per process.")
 
-    max_body_bytes: int = Field(1_048_576, description="Largest JSON-RPC request body accepted.")
+    max_body_bytes: int = Field(
+        32 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body accepted (A2A and MCP); files travel in it as FileParts.",
+    )
     max_json_depth: int = Field(64, description="Deepest JSON nesting accepted in a request.")
 
     workers: int = Field(
@@ -104,10 +121,76 @@ class Settings(BaseSettings):
         description="The Agent Card's `description`.",
     )
 
+    embedding_provider: Literal["local", "openai"] = Field(
+        "local",
+        description="`local`: all-MiniLM-L6-v2 on this machine; `openai`: an OpenAI-compatible "
+        "embeddings endpoint (OpenAI, Ollama, vLLM, TEI).",
+    )
+    embedding_url: str | None = Field(
+        None, description="Base URL of the embeddings API (provider `openai`), e.g. .../v1."
+    )
+    embedding_model: str | None = Field(None, description="Embedding model (provider `openai`).")
+    embedding_api_key: SecretStr | None = Field(None, description="Key of the embeddings API.")
+    embedding_dimension: int | None = Field(
+        None, ge=1, description="Vector size (provider `openai`); found by asking when unset."
+    )
+    embedding_max_tokens: int | None = Field(
+        None, ge=16, description="Tokens the model reads per text: 256 locally, 512 for `openai`."
+    )
+    embedding_batch_size: int | None = Field(None, ge=1, description="Texts per embedding call.")
+    chunk_overlap_tokens: int = Field(
+        32, ge=0, description="Tokens shared by consecutive chunks of one long section."
+    )
+
+    llm_base_url: str | None = Field(
+        None, description="OpenAI-compatible chat API (OpenAI, Ollama, vLLM, llama.cpp server)."
+    )
+    llm_model: str | None = Field(None, description="Chat model for answers and reranking.")
+    llm_api_key: SecretStr | None = Field(None, description="Key of the chat API.")
+    reranker_directory: Path | None = Field(
+        None,
+        description="A local ONNX cross-encoder (model.onnx, tokenizer.json) for the "
+        "`cross-encoder` reranker.",
+    )
+
+    ingest_allow_private: list[str] = Field(
+        default_factory=list,
+        description="Hosts or CIDRs that ingestion may fetch despite the SSRF guard (intranets).",
+    )
+    ingest_directory: Path | None = Field(
+        None, description="The only directory `ingest_pdf` may read files from by path."
+    )
+    ingest_max_bytes: int = Field(
+        50 * 1024 * 1024, ge=1024, description="Largest resource one ingestion fetch reads."
+    )
+    ingest_timeout_seconds: float = Field(30.0, gt=0, description="Timeout of one fetch.")
+    ingest_host_interval_seconds: float = Field(
+        1.0, ge=0, description="Least time between two requests to one host (or its Crawl-delay)."
+    )
+    ingest_max_pages: int = Field(1000, ge=1, description="Most pages one crawl may ask for.")
+    youtube_proxy_url: str | None = Field(
+        None, description="HTTP(S) proxy for YouTube, for networks whose addresses YouTube blocks."
+    )
+    youtube_cookies_file: Path | None = Field(
+        None, description="A Netscape cookies file for YouTube (signed-in transcripts)."
+    )
+    trajectory_retention_days: int = Field(
+        30, ge=1, description="How long explain_answer can replay a retrieval."
+    )
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lowercase_level(cls, value: object) -> object:
         return value.lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _jwt_is_bound(self) -> "Settings":
+        if self.jwt_configured() and not (self.jwt_issuer and self.jwt_audience):
+            raise ValueError(
+                "JWT needs AGENTIC_RAG_JWT_ISSUER and AGENTIC_RAG_JWT_AUDIENCE: every token's "
+                "iss and aud are checked"
+            )
+        return self
 
     def jwt_configured(self) -> bool:
         return self.jwt_secret is not None or self.jwt_jwks_url is not None
@@ -119,13 +202,41 @@ class Settings(BaseSettings):
         return f"http://{self.host}:{self.port}"
 
 
+def env_name(field: str) -> str:
+    """The environment variable of the setting `field` (or of its alias, as errors name it)."""
+    if field not in Settings.model_fields:
+        return field.upper()
+    alias = Settings.model_fields[field].validation_alias
+    return str(
+        alias.choices[0] if isinstance(alias, AliasChoices) else f"AGENTIC_RAG_{field}"
+    ).upper()
+
+
 def environment(overrides: dict[str, Any]) -> dict[str, str]:
     """The environment variables that make `Settings()` take `overrides` (field: value): how
     the command line hands its settings to the worker processes it starts."""
-    env = {}
-    for name, value in overrides.items():
-        alias = Settings.model_fields[name].validation_alias
-        key = alias.choices[0] if isinstance(alias, AliasChoices) else f"AGENTIC_RAG_{name}"
-        text = json.dumps(value) if isinstance(value, list | dict) else str(value)
-        env[str(key).upper()] = text
-    return env
+    return {
+        env_name(name): json.dumps(value) if isinstance(value, list | dict) else str(value)
+        for name, value in overrides.items()
+    }
+
+
+def setting_errors(invalid: ValidationError) -> list[tuple[str | None, str]]:
+    """(the setting's field, or None for a rule over several, what is wrong) of each error.
+
+    Messages of our own validators lose the "Value error, " pydantic puts before them.
+    """
+    errors = []
+    for error in invalid.errors(include_url=False):
+        cause = error.get("ctx", {}).get("error")
+        message = str(cause) if error["type"] == "value_error" and cause else error["msg"]
+        errors.append((str(error["loc"][0]) if error["loc"] else None, message))
+    return errors
+
+
+def keys_create_command(settings: Settings) -> str:
+    """The command that creates an API key in the database `settings` name."""
+    command = "agentic-rag keys create --tenant NAME"
+    if settings.database_url is None and settings.data_dir != DEFAULT_DATA_DIR:
+        command += f" --data-dir {shlex.quote(str(settings.data_dir))}"
+    return command

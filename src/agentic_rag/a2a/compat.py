@@ -1,4 +1,4 @@
-"""What peers send beyond v0.2.1, accepted alongside it (A2A-NOTES §9, §12).
+"""What peers send beyond v0.2.1, accepted alongside it (docs/a2a-notes.md §9, §12).
 
 - `acceptedOutputModes` is optional (0.2.6; the a2a-sdk 1.x client omits it).
 - Push configs carry an `id`, so a task can have several (0.2.5), and `get`/`delete` name one.

@@ -1,4 +1,4 @@
-"""A2A and JSON-RPC errors (A2A-NOTES §3). Raise one; the JSON-RPC layer answers with it."""
+"""A2A and JSON-RPC errors (docs/a2a-notes.md §3). Raise one; the JSON-RPC layer answers with it."""
 
 from typing import Any, ClassVar
 

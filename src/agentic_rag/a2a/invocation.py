@@ -3,8 +3,11 @@
 - A `DataPart` `{"skill": name, "arguments": {...}}` names the skill; the first one of the task
   wins. `arguments` of every DataPart of the task are merged in order, later ones winning, so
   a continuation can send just `{"arguments": {...}}`.
-- Without a named skill, the registry's default skill answers, and the text of the first
-  message fills its `text_argument`.
+- Without a named skill, plain text that a text route matches (a bare URL: something to
+  ingest) goes to that route's skill; other text goes to the registry's default skill, and
+  the text of the first message fills its `text_argument`.
+- A `FilePart` fills the skill's `file_argument` (base64 content), or `url` (a file by URI),
+  and `filename` with its name, unless the arguments give them.
 - When arguments are missing the task pauses in `input-required` saying which; if exactly one
   is missing, a plain-text reply fills it.
 """
@@ -17,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from agentic_rag.a2a.errors import InvalidParamsError
-from agentic_rag.a2a.schema import DataPart, Message, Role, TextPart
+from agentic_rag.a2a.schema import DataPart, FilePart, FileWithBytes, Message, Role, TextPart
 from agentic_rag.skills import InputRequired, Skill, SkillRegistry
 
 # What every skill's result artifact is made of: a text part and a data part.
@@ -80,6 +83,12 @@ def resolve(registry: SkillRegistry, history: Sequence[Message]) -> Invocation:
             if args is not None and not isinstance(args, dict):
                 raise InvalidParamsError('a DataPart\'s "arguments" must be an object')
             arguments.update(args or {})
+    routed = None
+    if name is None and user_messages:
+        routed = registry.routed(text_of(user_messages[0]))
+        if routed is not None:
+            name, given = routed
+            arguments = {**given, **arguments}
     skill_name = name or registry.default_skill
     if skill_name is None:
         raise InvalidParamsError('name a skill with a DataPart {"skill": name, "arguments": {}}')
@@ -91,8 +100,28 @@ def resolve(registry: SkillRegistry, history: Sequence[Message]) -> Invocation:
         text = text_of(user_messages[0])
         if text and skill.text_argument not in arguments:
             arguments[skill.text_argument] = text
+    if skill.file_argument is not None:
+        _fill_from_file(skill, user_messages, arguments)
     replies = [t for t in map(text_of, user_messages[1:]) if t]
     return Invocation(skill, arguments, replies)
+
+
+def _fill_from_file(skill: Skill, messages: Sequence[Message], arguments: dict[str, Any]) -> None:
+    """The first FilePart of the task gives the skill its file, unless the arguments do."""
+    fields = skill.input_model.model_fields
+    for message in messages:
+        for part in message.parts:
+            if not isinstance(part.root, FilePart):
+                continue
+            file = part.root.file
+            if isinstance(file, FileWithBytes):
+                assert skill.file_argument is not None
+                arguments.setdefault(skill.file_argument, file.bytes)
+            elif "url" in fields:
+                arguments.setdefault("url", file.uri)
+            if file.name and "filename" in fields:
+                arguments.setdefault("filename", file.name)
+            return
 
 
 def accepts_output(accepted: Sequence[str] | None) -> bool:

@@ -1,7 +1,9 @@
-"""JSON-RPC 2.0 framing: reading a request body and writing responses (A2A-NOTES §12.1).
+"""JSON-RPC 2.0 framing: reading a request body and writing responses (docs/a2a-notes.md §12.1).
 
 Parsing classifies every problem the way §12.1 says: not JSON (-32700), not a JSON-RPC request
-(-32600); the method and its params are checked by the dispatcher (-32601, -32602).
+(-32600); the method and its params are checked by the dispatcher (-32601, -32602). A request
+without an `id` (a notification, which no A2A method can be) is refused with -32600 only after
+those checks, so it is told the first thing wrong with it, as a request with an id would be.
 """
 
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ class RPCRequest:
     id: RequestId
     method: str
     params: Any
+    has_id: bool  # False for a notification: refused once the method and params are checked
 
 
 class RPCError(Exception):
@@ -45,8 +48,6 @@ def parse(body: bytes, *, max_depth: int) -> RPCRequest:
     request_id = payload.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, str | int | None):
         raise RPCError(None, InvalidRequestError("id must be a string or an integer"))
-    if "id" not in payload:
-        raise RPCError(None, InvalidRequestError("id is required: notifications are not supported"))
     if payload.get("jsonrpc") != "2.0":
         raise RPCError(request_id, InvalidRequestError('jsonrpc must be exactly "2.0"'))
     method = payload.get("method")
@@ -56,7 +57,7 @@ def parse(body: bytes, *, max_depth: int) -> RPCRequest:
         raise RPCError(
             request_id, InvalidRequestError(f"the request nests deeper than {max_depth}")
         )
-    return RPCRequest(request_id, method, payload.get("params"))
+    return RPCRequest(request_id, method, payload.get("params"), "id" in payload)
 
 
 def _brackets(body: bytes) -> int:

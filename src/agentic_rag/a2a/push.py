@@ -1,9 +1,10 @@
-"""Push notifications (A2A-NOTES §8): the server POSTs the Task to each of the task's webhooks.
+"""Push notifications (docs/a2a-notes.md §8): the server POSTs the Task to each of the
+task's webhooks.
 
 Each notification carries `Authorization: Bearer <JWT>`, an ES256 token signed with a key from
 table `signing_keys` whose public half the server publishes as a JWKS, and the client's own token
 in `X-A2A-Notification-Token`. Webhook URLs pass the SSRF guard when they are set (shape) and
-again when each notification is sent (resolved addresses, A2A-NOTES §12.9).
+again when each notification is sent (resolved addresses, docs/a2a-notes.md §12.9).
 """
 
 import asyncio

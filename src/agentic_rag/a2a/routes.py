@@ -30,7 +30,7 @@ from agentic_rag.a2a.errors import (
     MethodNotFoundError,
 )
 from agentic_rag.a2a.jsonrpc import RequestId, RPCError
-from agentic_rag.a2a.schema import Message, TaskIdParams
+from agentic_rag.a2a.schema import TaskIdParams
 from agentic_rag.a2a.store import Event
 from agentic_rag.a2a.tasks import Accepted, final_status, with_history
 from agentic_rag.config import Settings
@@ -56,6 +56,8 @@ METHOD_SCOPES: dict[str, Scope] = {
     "tasks/pushNotificationConfig/delete": "write",
     "agent/getAuthenticatedExtendedCard": "read",
 }
+# The one method without params (it ignores any); every other one's params are an object.
+PARAMLESS = frozenset({"agent/getAuthenticatedExtendedCard"})
 
 
 def tenant_of(request: Request) -> str:
@@ -172,6 +174,11 @@ class A2AEndpoints:
             handler = self._methods.get(call.method)
             if handler is None:
                 raise MethodNotFoundError(f"Method not found: {call.method}")
+            if not call.has_id:
+                # Checked in the order of a request with an id (§12.1), the missing id last.
+                if call.method not in PARAMLESS and not isinstance(call.params, dict):
+                    raise InvalidParamsError("params must be an object")
+                raise InvalidRequestError("id is required: notifications are not supported")
             needed = METHOD_SCOPES[call.method]
             if not principal_of(request.scope).allows(needed):
                 forbidden = ForbiddenError(
@@ -247,11 +254,10 @@ class A2AEndpoints:
         send = _validate(SendParams, params)
         config = send.configuration
         blocking = config is None or config.blocking is not False
-        outcome = await self._engine.service.send(
+        service = self._engine.service
+        outcome = await service.send(
             tenant_of(request), send, reply="final" if blocking else "created"
         )
-        if isinstance(outcome, Message):
-            return self._result(rid, _dump(outcome))
         history = config.history_length if config else None
         if outcome.events is None:
             return self._result(rid, _dump(with_history(outcome.snapshot, history)))
@@ -261,6 +267,9 @@ class A2AEndpoints:
                     break
         finally:
             outcome.events.close()
+        if outcome.relayed:  # another worker ran it: the task as it ended is in the store
+            task = await service.get(outcome.task.tenant, outcome.task.task.id)
+            return self._result(rid, _dump(with_history(task, history)))
         return self._result(rid, outcome.task.snapshot_json(history))
 
     async def _stream(self, request: Request, rid: RequestId, params: Any) -> Response:
@@ -346,16 +355,11 @@ def _sse_event(
     return ServerSentEvent(data=data, id=str(event.seq) if event and with_id else None, sep="\n")
 
 
-async def _accepted_events(
-    rid: RequestId, outcome: Accepted | Message
-) -> AsyncIterator[ServerSentEvent]:
+async def _accepted_events(rid: RequestId, outcome: Accepted) -> AsyncIterator[ServerSentEvent]:
     """message/stream: the task as accepted, then its events until the cycle ends."""
-    if isinstance(outcome, Message):
-        yield _sse_event(rid, None, _dump(outcome), with_id=False)
-        return
     snapshot = Event(outcome.seq, "task", False, _dump(outcome.snapshot))
     yield _sse_event(rid, snapshot, snapshot.json, with_id=True)
-    if outcome.events is None:  # a retry of a message to a task that is already settled
+    if outcome.events is None:  # the task is settled (a retry, or it settled meanwhile)
         yield _sse_event(rid, None, final_status(outcome.snapshot).json, with_id=False)
         return
     try:

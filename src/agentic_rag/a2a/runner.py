@@ -165,6 +165,14 @@ class Runner:
         except asyncio.CancelledError:
             if active.cancel_requested:
                 final = self._end(active, TaskState.canceled, "Canceled at the client's request.")
+            elif skill.resumable:
+                # Left working: the worker that takes it over (this one after a restart)
+                # runs it again and it resumes (TaskService.recover).
+                final = self._end(
+                    active,
+                    TaskState.working,
+                    "The server is stopping; this task resumes when a worker starts.",
+                )
             else:
                 final = self._end(
                     active,

@@ -21,6 +21,10 @@ S = TaskState
 
 TERMINAL: frozenset[TaskState] = frozenset({S.completed, S.canceled, S.failed, S.rejected})
 PAUSED: frozenset[TaskState] = frozenset({S.input_required, S.auth_required})
+IN_PROGRESS: frozenset[TaskState] = frozenset({S.submitted, S.working})
+# Where a client's message joins the history: a paused task goes on with it; a task in
+# progress keeps running, and its skill reads it (`SkillContext.texts`).
+TAKES_MESSAGES: frozenset[TaskState] = PAUSED | IN_PROGRESS
 
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     S.submitted: frozenset({S.working, S.canceled, S.failed, S.rejected}),
@@ -34,7 +38,7 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
 }
 
 # What a task-changing event is: the task itself (creation), a status or artifact update, or a
-# message from the client that continues a paused task.
+# message from the client to a task that is not final.
 TaskEvent = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message
 
 
@@ -76,7 +80,7 @@ def apply(task: Task | None, event: TaskEvent) -> Task:
             artifacts = _merge_artifact(task.artifacts or [], artifact, bool(append))
             return task.model_copy(update={"artifacts": artifacts})
         case Message(role=Role.user):
-            if state not in PAUSED:
+            if state not in TAKES_MESSAGES:
                 raise IllegalTransition(f"task {task.id}: message while {state}")
             history.append(event)
             return task.model_copy(update={"history": history})

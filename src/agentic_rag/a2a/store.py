@@ -237,11 +237,10 @@ class TaskStore:
         )
         return [PushConfig.model_validate_json(r["config"]) for r in rows]
 
-    async def delete_push_config(self, tenant: str, task_id: str, config_id: str) -> bool:
-        status: str = await self._pool.execute(
+    async def delete_push_config(self, tenant: str, task_id: str, config_id: str) -> None:
+        await self._pool.execute(
             "DELETE FROM push_configs WHERE tenant = $1 AND task_id = $2 AND config_id = $3",
             tenant,
             task_id,
             config_id,
         )
-        return status != "DELETE 0"

@@ -8,8 +8,9 @@ every other task is read from the store when needed. Every change goes through
 import asyncio
 import contextlib
 import logging
+import uuid
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -18,10 +19,10 @@ from agentic_rag.a2a.cluster import WORKER_LOCK_CLASS, Cluster
 from agentic_rag.a2a.compat import PushConfig, SendParams
 from agentic_rag.a2a.errors import (
     ContentTypeNotSupportedError,
+    InternalError,
     InvalidParamsError,
     TaskNotCancelableError,
     TaskNotFoundError,
-    UnsupportedOperationError,
 )
 from agentic_rag.a2a.invocation import OUTPUT_MODES, Invocation, accepts_output, resolve
 from agentic_rag.a2a.journal import EventBus, Journal, Subscription
@@ -50,6 +51,10 @@ REMOTE_CANCEL_SECONDS = 10.0
 # How long a follower of another worker's task waits for news before reading the log anyway
 # (a notification lost with a dropped connection then costs this much delay, not a hang).
 REMOTE_POLL_SECONDS = 5.0
+# How long a message handed on to the worker that runs its task may take to be stored.
+REMOTE_MESSAGE_SECONDS = 10.0
+# The namespace of follow-up task ids (`follow_up_id`).
+FOLLOW_UPS = uuid.UUID("5d0c8f3e-8a4b-4c1e-9d59-2f0b7a6c3e41")
 
 
 @dataclass
@@ -90,15 +95,35 @@ class ActiveTask:
 
 @dataclass
 class Accepted:
-    """A task created or continued by a message: its snapshot at `seq`, and its events after."""
+    """A task created or continued by a message: its snapshot at `seq`, and its events after.
+
+    `relayed`: another worker runs the task, so `task` stays as accepted; its events come
+    from the log."""
 
     task: ActiveTask
     snapshot: Task
     seq: int
     events: Subscription | None
+    relayed: bool = False
 
 
 Reply = Literal["final", "created", "stream"]
+
+
+class Relayed:
+    """A `Subscription` to the events of a task that another worker runs, read from the log
+    (`TaskService._follow_elsewhere`)."""
+
+    def __init__(self, events: AsyncGenerator[Event, None]) -> None:
+        self._events = events
+        self._closing: asyncio.Future[None] | None = None
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._events
+
+    def close(self) -> None:
+        # An async generator closes asynchronously; closing it leaves its watch of the task.
+        self._closing = asyncio.ensure_future(self._events.aclose())
 
 
 @dataclass(frozen=True)
@@ -137,6 +162,16 @@ def final_status(task: Task) -> Event:
     """The status-update that tells a follower a settled task's state; not logged (no seq)."""
     final = states.status_event(task, task.status.state)
     return serialize(final.model_copy(update={"status": task.status}), 0)
+
+
+def follow_up_id(task_id: str, message_id: str) -> str:
+    """The id of the task that message `message_id` to the final task `task_id` starts: the
+    same for every retry of the message, so that one follow-up runs, once."""
+    return uuid.uuid5(FOLLOW_UPS, f"{task_id}\n{message_id}").hex
+
+
+def has_message(task: Task, message_id: str) -> bool:
+    return any(m.message_id == message_id for m in task.history or [])
 
 
 def with_history(task: Task, history_length: int | None) -> Task:
@@ -187,6 +222,7 @@ class TaskService:
             weakref.WeakValueDictionary()
         )
         self._background: set[asyncio.Task[None]] = set()
+        cluster.take_messages(runs_here=self.runs_here, take=self.take_message)
 
     # -- changing tasks --------------------------------------------------------------------
 
@@ -217,13 +253,15 @@ class TaskService:
 
     # -- message/send and message/stream ---------------------------------------------------
 
-    async def send(self, tenant: str, params: SendParams, *, reply: Reply) -> Accepted | Message:
+    async def send(self, tenant: str, params: SendParams, *, reply: Reply) -> Accepted:
         """Create or continue the task `params.message` is for.
 
         `reply` says what the caller will be shown: the task as it ends ("final", a blocking
         send), as created ("created"), or both and all between ("stream"). For "final" and
         "stream" the result subscribes to the task's events before any is produced.
-        Returns an agent `Message` instead when the message is for a final task (§12.4).
+
+        A message to a paused task continues it; to a task in progress, it joins the history
+        and the task is answered as it stands; to a final task, it starts a follow-up task.
         """
         message, config = params.message, params.configuration
         if message.role is not Role.user:
@@ -248,8 +286,8 @@ class TaskService:
                         )
                     return await self._continue(existing, message, push_config, reply)
                 except TaskConflict:
-                    # Another worker created or continued the task first: decide again from
-                    # what it stored (a retry of the same message, or a task now working).
+                    # Another worker created, continued or ended the task first: decide again
+                    # from what it stored (a retry of the same message, or a task moved on).
                     continue
 
     async def _create(
@@ -297,33 +335,37 @@ class TaskService:
 
     async def _continue(
         self, active: ActiveTask, message: Message, push: PushConfig | None, reply: Reply
-    ) -> Accepted | Message:
+    ) -> Accepted:
         task = active.task
         if message.context_id is not None and message.context_id != task.context_id:
             raise InvalidParamsError(
                 f"task {task.id} belongs to context {task.context_id}, not {message.context_id}"
             )
-        if any(m.message_id == message.message_id for m in task.history or []):
+        if has_message(task, message.message_id):
             # A retry of a message the task already has: answer with the task as it is.
-            settled = states.is_final(task.status.state)
-            follow = reply != "created" and not settled
-            events = self.bus.subscribe(active.tenant, task.id) if follow else None
-            return Accepted(active, task, active.last_seq, events)
+            return self._accepted(active, follow=reply != "created")
         state = task.status.state
         if state in states.TERMINAL:
-            return agent_text(
-                f"Task {task.id} is {state.value} and cannot be continued. Send a new message in "
-                f"context {task.context_id} with referenceTaskIds [{task.id!r}] to follow up.",
-                task,
-            )
-        if state not in states.PAUSED:
-            raise UnsupportedOperationError(
-                f"task {task.id} is {state.value}: a message continues a task only when it is "
-                "input-required or auth-required"
-            )
+            return await self._follow_up(active, message, push, reply)
         message = message.model_copy(update={"task_id": task.id, "context_id": task.context_id})
         invocation = resolve(self.registry, [*(task.history or []), message])
         invocation.check()
+        if state in states.PAUSED:
+            return await self._resume(active, message, invocation, push, reply)
+        if active.key in self.active:
+            return await self._append(active, message, push, reply)
+        return await self._hand_over(active, message, push, reply)
+
+    async def _resume(
+        self,
+        active: ActiveTask,
+        message: Message,
+        invocation: Invocation,
+        push: PushConfig | None,
+        reply: Reply,
+    ) -> Accepted:
+        """Continue a paused task with the client's message: its skill runs again."""
+        task = active.task
         events = self.bus.subscribe(active.tenant, task.id) if reply != "created" else None
         try:
             # The message and `working` are stored together, before the task runs: another
@@ -341,6 +383,101 @@ class TaskService:
         self.active[active.key] = active
         await self.queue.put(Job(active.tenant, task.id))
         return Accepted(active, active.task, active.last_seq, events)
+
+    async def _append(
+        self, active: ActiveTask, message: Message, push: PushConfig | None, reply: Reply
+    ) -> Accepted:
+        """A message to a task in progress here joins its history, where the skill reads it
+        (`ctx.texts`). The answer is the task as it stands; a stream goes on with its events."""
+        await self.emit(active, message)
+        if push is not None:
+            await self._save_push_config(active.tenant, active.task.id, push)
+        return self._accepted(await active.durable(), follow=reply == "stream")
+
+    async def _hand_over(
+        self, stored: ActiveTask, message: Message, push: PushConfig | None, reply: Reply
+    ) -> Accepted:
+        """A message to a task in progress on another worker: that worker appends it (see
+        `take_message`); the answer comes once it is stored, as `_append`'s does.
+
+        Raises `TaskConflict` when the task moves on first (paused, final, or taken over by
+        this worker from one that is gone): the caller decides again from what is stored.
+        """
+        tenant, task_id = stored.key
+        await self.recover()  # the worker that ran it may be gone
+        if stored.key in self.active:
+            raise TaskConflict(f"task {task_id} is now this worker's")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REMOTE_MESSAGE_SECONDS
+        raw = message.model_dump_json(by_alias=True, exclude_none=True).encode()
+        with self.cluster.watch(tenant, task_id) as changed:
+            await self.cluster.hand_message(tenant, task_id, raw)
+            while True:
+                changed.clear()
+                current = await self.store.get(tenant, task_id)
+                assert current is not None  # tasks are never deleted
+                if has_message(current.task, message.message_id):
+                    break
+                if current.task.status.state not in states.IN_PROGRESS or stored.key in self.active:
+                    raise TaskConflict(f"task {task_id} moved on before it took the message")
+                if loop.time() >= deadline:
+                    raise InternalError(
+                        f"task {task_id} runs on another worker, which did not take the message "
+                        f"within {REMOTE_MESSAGE_SECONDS:.0f} s; send it again (a messageId "
+                        "joins a task once)"
+                    )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), deadline - loop.time())
+        if push is not None:
+            await self._save_push_config(tenant, task_id, push)
+        return self._accepted(
+            ActiveTask(tenant, current.task, current.last_seq), follow=reply == "stream"
+        )
+
+    def runs_here(self, tenant: str, task_id: str) -> bool:
+        return (tenant, task_id) in self.active
+
+    def take_message(self, tenant: str, task_id: str, raw: bytes) -> None:
+        """Another worker hands on a client's message to a task in progress here."""
+        active = self.active.get((tenant, task_id))
+        if active is None:
+            return  # it settled meanwhile: the other worker sees that and decides again
+        message = Message.model_validate_json(raw)
+        task = active.task
+        if task.status.state in states.IN_PROGRESS and not has_message(task, message.message_id):
+            self.emit(active, message)
+
+    async def _follow_up(
+        self, final: ActiveTask, message: Message, push: PushConfig | None, reply: Reply
+    ) -> Accepted:
+        """A message to a final task starts a new task in the same context whose message
+        references the final one (`referenceTaskIds`, as the spec asks clients to do, §12.4);
+        the final task stays as it is."""
+        old = final.task
+        task_id = follow_up_id(old.id, message.message_id)
+        references = list(dict.fromkeys([*(message.reference_task_ids or []), old.id]))
+        message = message.model_copy(
+            update={
+                "task_id": task_id,
+                "context_id": old.context_id,
+                "reference_task_ids": references,
+            }
+        )
+        existing = await self._load(final.tenant, task_id)
+        if existing is not None:  # a retry: this message has started its follow-up already
+            return await self._continue(existing, message, push, reply)
+        return await self._create(final.tenant, task_id, message, push, reply, claim=True)
+
+    def _accepted(self, active: ActiveTask, *, follow: bool) -> Accepted:
+        """The task as it stands; with `follow`, also its events from now on until the cycle
+        ends, from this worker's runner or, when another worker runs it, from the log."""
+        task, seq = active.task, active.last_seq
+        if not follow or states.is_final(task.status.state):
+            return Accepted(active, task, seq, None)
+        if active.key in self.active:
+            return Accepted(active, task, seq, self.bus.subscribe(active.tenant, task.id))
+        relayed = Relayed(self._follow_elsewhere(active.tenant, task.id, seq))
+        return Accepted(active, task, seq, relayed, relayed=True)
 
     # -- tasks/get, tasks/cancel, tasks/resubscribe ----------------------------------------
 
@@ -461,7 +598,9 @@ class TaskService:
         finally:
             events.close()
 
-    async def _follow_elsewhere(self, tenant: str, task_id: str, last: int) -> AsyncIterator[Event]:
+    async def _follow_elsewhere(
+        self, tenant: str, task_id: str, last: int
+    ) -> AsyncGenerator[Event, None]:
         """The events after `last` of a task that another worker runs, read from the log
         whenever a commit of that task is announced."""
         with self.cluster.watch(tenant, task_id) as changed:
@@ -502,10 +641,11 @@ class TaskService:
         return await self.store.push_configs(tenant, task_id)
 
     async def delete_push_config(self, tenant: str, task_id: str, config_id: str) -> None:
+        """Delete one config of a task; a config id the task does not have is deleted already
+        (deletes are idempotent, so a retried delete succeeds)."""
         if await self._load(tenant, task_id) is None:
             raise TaskNotFoundError(f"task {task_id} not found")
-        if not await self.store.delete_push_config(tenant, task_id, config_id):
-            raise InvalidParamsError(f"task {task_id} has no push config {config_id!r}")
+        await self.store.delete_push_config(tenant, task_id, config_id)
 
     async def notify(self, active: ActiveTask) -> None:
         """Send the task to its webhooks; called once it is durably final or paused."""
@@ -517,9 +657,16 @@ class TaskService:
 
     # -- recovery --------------------------------------------------------------------------
 
+    def _resumable(self, task: Task) -> bool:
+        try:
+            return resolve(self.registry, task.history or []).skill.resumable
+        except InvalidParamsError:
+            return False
+
     async def recover(self) -> tuple[int, int]:
         """Take over the unfinished tasks of workers that are gone (this one's previous
-        process included): requeue those that never started, fail those left working."""
+        process included): requeue those that never started and those of resumable skills,
+        fail the others left working."""
         requeued = failed = 0
         for tenant, stored in await self.store.claim_orphans(WORKER_LOCK_CLASS):
             if (tenant, stored.task.id) in self.active:
@@ -536,6 +683,16 @@ class TaskService:
         active = ActiveTask(tenant, stored.task, stored.last_seq)
         if stored.task.status.state is TaskState.submitted:
             self.active[active.key] = active
+            await self.queue.put(Job(tenant, stored.task.id))
+            return True
+        if self._resumable(stored.task):
+            # A long job that keeps its progress in the database: run it again, and it
+            # continues where it was.
+            self.active[active.key] = active
+            resuming = agent_text(
+                "Resuming after the server that ran this task stopped.", active.task
+            )
+            await self.emit(active, states.status_event(active.task, TaskState.working, resuming))
             await self.queue.put(Job(tenant, stored.task.id))
             return True
         reason = agent_text(

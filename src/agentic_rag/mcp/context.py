@@ -29,7 +29,7 @@ class ProgressSteps:
 class McpSkillContext:
     """A skill's view of the tool call it runs for (see `agentic_rag.skills.SkillContext`).
 
-    MCP has no partial results (DESIGN.md: final result only), so `partial` chunks travel as
+    MCP has no partial results (a tool call has one final result), so `partial` chunks travel as
     progress messages, like `progress` texts.
     """
 

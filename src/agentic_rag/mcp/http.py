@@ -8,6 +8,7 @@ request goes to the one its `Accept` header asks for: a client that accepts
 """
 
 import ipaddress
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -29,6 +30,11 @@ from agentic_rag.skills import SkillRegistry
 PATH = "/mcp"
 
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+# RFC 9110 §5.5: a field value does not include leading or trailing whitespace.
+_OWS = b" \t"
+
+log = logging.getLogger(__name__)
 
 
 def transport_security(settings: Settings) -> TransportSecuritySettings:
@@ -74,15 +80,47 @@ class _ByAccept:
         self._sse, self._json = sse, json
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # uvicorn's httptools parser keeps a value's surrounding whitespace, and the SDK compares
+        # `Mcp-Name`, `Mcp-Method` and `MCP-Protocol-Version` with the body verbatim.
+        headers = [(name, value.strip(_OWS)) for name, value in scope["headers"]]
+        scope = {**scope, "headers": headers}
         _, accepts_sse = check_accept_headers(Request(scope))
         manager = self._sse if accepts_sse else self._json
         await manager.handle_request(scope, receive, send)
+
+
+class _StatelessNoise(logging.Filter):
+    """Demotes to DEBUG the SDK's INFO lines that say nothing about a stateless server.
+
+    There are two session managers, each announcing its start and stop, and every request's
+    transport "terminates" a session that never existed (`Terminating session: None`).
+    """
+
+    LINES = frozenset(
+        {
+            "StreamableHTTP session manager started",
+            "StreamableHTTP session manager shutting down",
+            "Terminating session: None",
+        }
+    )
+    LOGGERS = ("mcp.server.streamable_http_manager", "mcp.server.streamable_http")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO or record.getMessage() not in self.LINES:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+_STATELESS_NOISE = _StatelessNoise()
 
 
 class McpHttp:
     """The MCP endpoint of the app: mount `app` last, and run `run()` in the app's lifespan."""
 
     def __init__(self, registry: SkillRegistry, settings: Settings) -> None:
+        for name in _StatelessNoise.LOGGERS:
+            logging.getLogger(name).addFilter(_STATELESS_NOISE)  # adds an instance only once
         self.server: Server[Any] = build_server(
             registry, principal_from_http, instructions=settings.agent_description
         )
@@ -105,4 +143,5 @@ class McpHttp:
         """Run the session managers: a mounted app's own lifespan never runs."""
         sse, json = self._managers
         async with sse.run(), json.run():
+            log.info("MCP session managers started: stateless Streamable HTTP at %s", PATH)
             yield

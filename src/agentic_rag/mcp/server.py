@@ -1,4 +1,4 @@
-"""The MCP server built from the skills registry: every skill is a tool (DESIGN.md, "MCP").
+"""The MCP server built from the skills registry: every skill is a tool (docs/clients.md).
 
 Built on the SDK's low-level `Server` rather than `MCPServer`: `MCPServer` derives a tool's
 schemas from a Python signature, while a skill already has its input and output models, and

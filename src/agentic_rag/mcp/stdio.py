@@ -32,7 +32,7 @@ async def serve_local(settings: Settings, registry: SkillRegistry) -> None:
     # The SDK points fd 1 at stderr while it serves, so whatever starts inside (the embedded
     # PostgreSQL too) writes its output there, never into the protocol on stdout.
     async with stdio_server() as (read, write):
-        engine = Engine(settings, registry)
+        engine = Engine(settings, registry, transport="stdio")
         await engine.start()
         try:
             server = build_server(

@@ -50,6 +50,20 @@ def parse_key(presented: str) -> tuple[str, str] | None:
     return key_id, secret
 
 
+def checked_scopes(scopes: Iterable[str]) -> tuple[str, ...]:
+    """The scopes of a key, sorted, once each; ValueError for one that does not exist."""
+    checked = tuple(sorted(set(scopes)))
+    unknown = set(checked) - ALL_SCOPES
+    if unknown:
+        raise ValueError(f"unknown scopes {sorted(unknown)}; use {sorted(ALL_SCOPES)}")
+    return checked
+
+
+def check_tenant(tenant: str) -> None:
+    if not tenant or not tenant.replace("-", "").replace("_", "").isalnum():
+        raise ValueError("a tenant is letters, digits, '-' and '_'")
+
+
 class ApiKeyStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
@@ -65,12 +79,8 @@ class ApiKeyStore:
         expires_at: datetime | None = None,
     ) -> tuple[str, ApiKey]:
         """Create a key; return the full key (shown once) and its record."""
-        scopes = tuple(sorted(set(scopes)))
-        unknown = set(scopes) - ALL_SCOPES
-        if unknown:
-            raise ValueError(f"unknown scopes {sorted(unknown)}; use {sorted(ALL_SCOPES)}")
-        if not tenant or not tenant.replace("-", "").replace("_", "").isalnum():
-            raise ValueError("a tenant is letters, digits, '-' and '_'")
+        scopes = checked_scopes(scopes)
+        check_tenant(tenant)
         key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
         row = await self._pool.fetchrow(
             "INSERT INTO api_keys (id, tenant, scopes, secret_hash, name, expires_at)"

@@ -6,6 +6,7 @@ every caller is the `local` principal; it leaves that mode for good once an API 
 """
 
 import ipaddress
+import logging
 import time
 from typing import Any
 
@@ -26,6 +27,8 @@ FORBIDDEN = -32011
 RATE_LIMITED = -32012
 
 KEYS_RECHECK_SECONDS = 2.0
+
+log = logging.getLogger(__name__)
 
 
 class AuthFailure(Exception):
@@ -78,8 +81,13 @@ class Authenticator:
         if time.monotonic() - self._checked_keys_at < KEYS_RECHECK_SECONDS:
             return
         self._checked_keys_at = time.monotonic()
-        if await self._api_keys.any_active():
+        # Another request may have ended open mode while this one awaited: log it once.
+        if await self._api_keys.any_active() and not self.enforced:
             self.enforced = True
+            log.warning(
+                "authentication required from now on: an API key was created, so open local "
+                "mode has ended; every call must carry an API key or a bearer token"
+            )
 
     def security_schemes(self) -> dict[str, dict[str, Any]]:
         """The Agent Card's `securitySchemes`: exactly what `authenticate` accepts."""

@@ -20,6 +20,8 @@ PUBLIC_PATHS = frozenset(
         "/metrics",
     }
 )
+# `GET /` is the home page (home.py); `POST /` is JSON-RPC and needs a credential.
+PUBLIC_PAGES = frozenset({("GET", "/"), ("HEAD", "/")})
 
 
 class AuthenticationMiddleware:
@@ -30,7 +32,11 @@ class AuthenticationMiddleware:
         self._authenticator = authenticator  # resolved per request: it exists once started
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or scope["path"] in PUBLIC_PATHS:
+        if (
+            scope["type"] not in ("http", "websocket")
+            or scope["path"] in PUBLIC_PATHS
+            or (scope.get("method"), scope["path"]) in PUBLIC_PAGES
+        ):
             await self.app(scope, receive, send)
             return
         try:

@@ -1,4 +1,4 @@
-"""The SSRF guard: every URL fetched on a caller's behalf passes through it (DESIGN.md, Security).
+"""The SSRF guard: every URL fetched on a caller's behalf passes through it (docs/security.md).
 
 A URL is checked twice. `check_shape` runs when the URL is accepted (scheme, no credentials, a
 host, literal addresses). `resolve` runs when it is fetched: the host is resolved, every address is
@@ -135,19 +135,23 @@ class SSRFGuard:
         url: str,
         *,
         follow_redirects: bool = True,
+        max_redirects: int = MAX_REDIRECTS,
+        stream: bool = False,
         **kwargs: Any,
     ) -> httpx.Response:
         """Send a request through the guard; other arguments are those of `client.build_request`.
 
         The connection goes to the checked address, with the original Host header and, for https,
         the host name as TLS SNI, so the certificate is still verified against the name. Up to
-        MAX_REDIRECTS redirects are followed, each checked again; `response.url` is the URL asked
-        for (or redirected to), not the address. `client` must speak HTTP/1.1 (see `_send`).
+        `max_redirects` redirects are followed, each checked again; `response.url` is the URL
+        asked for (or redirected to), not the address. `client` must speak HTTP/1.1 (see `_send`).
+        With `stream=True` the body is not read: the caller reads it (`aiter_raw`, `aiter_bytes`)
+        and must close the response (`aclose`), as with `client.send(..., stream=True)`.
         """
         headers = httpx.Headers(kwargs.pop("headers", None))
         history: list[httpx.Response] = []
         while True:
-            response = await self._send(client, method, url, headers, kwargs)
+            response = await self._send(client, method, url, headers, kwargs, stream)
             location = response.headers.get("Location")
             if (
                 not follow_redirects
@@ -157,9 +161,9 @@ class SSRFGuard:
                 response.history = history
                 return response
             await response.aclose()
-            if len(history) == MAX_REDIRECTS:
+            if len(history) == max_redirects:
                 raise httpx.TooManyRedirects(
-                    f"more than {MAX_REDIRECTS} redirects", request=response.request
+                    f"more than {max_redirects} redirects", request=response.request
                 )
             history.append(response)
             try:
@@ -185,6 +189,7 @@ class SSRFGuard:
         url: str,
         headers: httpx.Headers,
         kwargs: dict[str, Any],
+        stream: bool,
     ) -> httpx.Response:
         try:
             pinned = await self.resolve(url)
@@ -206,7 +211,7 @@ class SSRFGuard:
             headers=sent_headers,
             **{**kwargs, "extensions": extensions},
         )
-        response = await client.send(request, follow_redirects=False)
+        response = await client.send(request, follow_redirects=False, stream=stream)
         # Report the URL asked for, not the address: callers resolve relative links against it.
         response.request = httpx.Request(method, url, headers=request.headers)
         return response

@@ -1,10 +1,14 @@
 """The `help` skill: what this agent can do, and how to call each skill."""
 
 import re
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from agentic_rag.skills.registry import SkillContext, SkillRegistry
+
+if TYPE_CHECKING:
+    from agentic_rag.knowledge.skills import KnowledgeProvider
 
 HOW_TO_CALL = (
     'Send a message with a DataPart {"skill": "<name>", "arguments": {...}} whose arguments '
@@ -76,8 +80,14 @@ def add_help(registry: SkillRegistry, *, default: bool = True) -> None:
         )
 
 
-def default_registry() -> SkillRegistry:
-    """The skills the product ships."""
+def default_registry(knowledge: "KnowledgeProvider | None" = None) -> SkillRegistry:
+    """The skills the product ships: the knowledge skills (plain text is a question for
+    `hybrid_retrieve`) and `help`; `help` alone, answering plain text, without `knowledge`."""
     registry = SkillRegistry()
-    add_help(registry)
+    add_help(registry, default=knowledge is None)
+    if knowledge is not None:
+        from agentic_rag.knowledge.skills import add_knowledge_skills
+
+        add_knowledge_skills(registry, knowledge)
+        registry.default_skill = "hybrid_retrieve"
     return registry

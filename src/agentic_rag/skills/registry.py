@@ -12,6 +12,7 @@ its schema from the same source (A2A Agent Card skills, MCP tool schemas, CLI op
 """
 
 import inspect
+import re
 import typing
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -87,11 +88,28 @@ class Skill:
     """Turns the output into text a person can read; JSON when absent."""
     public: bool = True
     """Listed in the public Agent Card; otherwise only in the authenticated extended card."""
+    resumable: bool = False
+    """Safe to run again after a crash, picking up where it was (long jobs that keep their
+    progress in the database): a task interrupted by a crash is run again, not failed."""
+    file_argument: str | None = None
+    """The argument an A2A FilePart's content fills (base64); its `uri`, if it has one
+    instead, fills `url`, and its name fills `filename`, when the input model has them."""
 
     def readable(self, output: BaseModel) -> str:
         if self.render is not None:
             return self.render(output)
         return output.model_dump_json(indent=2)
+
+
+@dataclass(frozen=True)
+class TextRoute:
+    """Plain text that obviously asks for another skill than the default one (a bare URL is
+    something to ingest, not a question): the text matches `pattern`, whose group `value`
+    fills `argument` of `skill`."""
+
+    pattern: re.Pattern[str]
+    skill: str
+    argument: str
 
 
 @dataclass
@@ -100,6 +118,23 @@ class SkillRegistry:
 
     default_skill: str | None = None
     _skills: dict[str, Skill] = field(default_factory=dict)
+    _routes: list[TextRoute] = field(default_factory=list)
+
+    def route_text(self, pattern: str, skill: str, argument: str) -> None:
+        """Send plain text matching `pattern` (first match wins, in the order added) to
+        `skill`, with the pattern's group `value` as `argument`."""
+        compiled = re.compile(pattern, re.IGNORECASE)
+        if "value" not in compiled.groupindex:
+            raise ValueError(f"text route {pattern!r} has no group named 'value'")
+        self._routes.append(TextRoute(compiled, skill, argument))
+
+    def routed(self, text: str) -> tuple[str, dict[str, str]] | None:
+        """The skill and arguments plain `text` asks for, if a route matches it."""
+        for route in self._routes:
+            match = route.pattern.fullmatch(text.strip())
+            if match is not None:
+                return route.skill, {route.argument: match.group("value")}
+        return None
 
     def add(self, skill: Skill) -> Skill:
         if skill.name in self._skills:
@@ -118,13 +153,16 @@ class SkillRegistry:
         render: Callable[[Any], str] | None = None,
         default: bool = False,
         public: bool = True,
+        resumable: bool = False,
+        file_argument: str | None = None,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated `async def f(ctx, args: In) -> Out` as a skill."""
 
         def register(handler: Handler) -> Handler:
             input_model, output_model = _models_of(handler)
-            if text_argument is not None and text_argument not in input_model.model_fields:
-                raise ValueError(f"{input_model.__name__} has no field {text_argument!r}")
+            for argument in (text_argument, file_argument):
+                if argument is not None and argument not in input_model.model_fields:
+                    raise ValueError(f"{input_model.__name__} has no field {argument!r}")
             skill = self.add(
                 Skill(
                     name=name or handler.__name__,
@@ -137,6 +175,8 @@ class SkillRegistry:
                     text_argument=text_argument,
                     render=render,
                     public=public,
+                    resumable=resumable,
+                    file_argument=file_argument,
                 )
             )
             if default:

@@ -1,0 +1,271 @@
+"""The run's numbers as results.json and results.md: methods, targets, choices."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import metrics
+
+DENSE, LEXICAL = "dense", "lexical"
+HNSW = "dense, HNSW path"
+EXACT_OURS = "dense, exact numpy over our vectors"
+REFERENCE = "reference dense (fp32, exact)"
+BM25S = "bm25s"
+NOT_MEASURED = {
+    "cross-encoder": "no cross-encoder model is available offline here: no package on PyPI "
+    "or Debian ships one that the machines can install (AGENTIC_RAG_RERANKER_DIRECTORY needs "
+    "a local model.onnx and tokenizer.json)",
+    "llm": "no LLM is reachable offline (it needs an OpenAI-compatible endpoint); the graph "
+    "issue adds a local one",
+}
+MIN_FUSION_GAIN = 0.02
+
+
+def best(run: Any, names: Sequence[str], split: str) -> str:
+    """The method with the highest mean nDCG@10 on `split` (then MRR@10; then listed first)."""
+
+    def key(name: str) -> tuple[float, float]:
+        summary = run.summary(name)[split]
+        return (round(summary["ndcg@10"], 6), round(summary["mrr@10"], 6))
+
+    return max(names, key=key)  # max keeps the first of equals
+
+
+def overlap_at_10(run: Any, method: str, exact: str) -> float:
+    """Of the exact search's top 10 chunks, the share `method` finds in its top 10."""
+    shares = [
+        len(set(a[:10]) & set(b[:10])) / max(1, len(b[:10]))
+        for a, b in zip(run.ranked[method], run.ranked[exact], strict=True)
+    ]
+    return sum(shares) / len(shares)
+
+
+def rank_of_relevant(run: Any, method: str) -> list[int | None]:
+    out = []
+    for query, chunks in zip(run.queries, run.ranked[method], strict=True):
+        docs = metrics.documents(chunks, run.document_of)
+        out.append(next((i for i, d in enumerate(docs, 1) if d in query.relevant), None))
+    return out
+
+
+def assemble(
+    run: Any,
+    *,
+    fusions: Sequence[str],
+    default: str,
+    chosen: str,
+    rerankers: Sequence[str],
+    meta: dict[str, Any],
+    lexical_diagnosis: dict[str, Any],
+) -> dict[str, Any]:
+    methods = {}
+    for name in run.ranked:
+        methods[name] = run.summary(name)
+        if run.latency_ms.get(name):
+            latencies = sorted(run.latency_ms[name])
+            methods[name]["latency_ms"] = {
+                "mean": sum(latencies) / len(latencies),
+                "p50": latencies[len(latencies) // 2],
+                "p95": latencies[int(len(latencies) * 0.95)],
+            }
+    singles = [DENSE, LEXICAL]
+    best_single_tuning = best(run, singles, "tuning")
+    test_single = max(singles, key=lambda m: methods[m]["test"]["ndcg@10"])
+    comparisons: dict[str, Any] = {}
+    targets = []
+    if REFERENCE in run.ranked:
+        for split in (None, "test"):
+            comparisons[f"dense - reference ({split or 'all'})"] = metrics.paired(
+                run.ndcg(DENSE, split), run.ndcg(REFERENCE, split)
+            )
+        c = comparisons["dense - reference (all)"]
+        targets.append(
+            {
+                "target": "dense equal to the fp32 reference within noise (nDCG@10, all queries)",
+                "measured": f"{methods[DENSE]['all']['ndcg@10']:.4f} vs "
+                f"{methods[REFERENCE]['all']['ndcg@10']:.4f}",
+                "difference": c["difference"],
+                "ci95": [c["ci95_low"], c["ci95_high"]],
+                "sign_test_p": c["sign_test_p"],
+                "met": c["ci95_low"] <= 0 <= c["ci95_high"],
+            }
+        )
+    if BM25S in run.ranked:
+        for split in (None, "test"):
+            comparisons[f"lexical - bm25s ({split or 'all'})"] = metrics.paired(
+                run.ndcg(LEXICAL, split), run.ndcg(BM25S, split)
+            )
+        c = comparisons["lexical - bm25s (all)"]
+        targets.append(
+            {
+                "target": "lexical at least as good as bm25s (nDCG@10, all queries)",
+                "measured": f"{methods[LEXICAL]['all']['ndcg@10']:.4f} vs "
+                f"{methods[BM25S]['all']['ndcg@10']:.4f}",
+                "difference": c["difference"],
+                "ci95": [c["ci95_low"], c["ci95_high"]],
+                "sign_test_p": c["sign_test_p"],
+                "met": c["difference"] >= 0,
+            }
+        )
+    c = metrics.paired(run.ndcg(chosen, "test"), run.ndcg(test_single, "test"))
+    comparisons[f"{chosen} - {test_single} (test)"] = c
+    targets.append(
+        {
+            "target": f"best fused (chosen on the tuning half: {chosen}) at least "
+            f"{MIN_FUSION_GAIN} nDCG@10 above the best single retriever ({test_single}), "
+            "test half",
+            "measured": f"{methods[chosen]['test']['ndcg@10']:.4f} vs "
+            f"{methods[test_single]['test']['ndcg@10']:.4f}",
+            "difference": c["difference"],
+            "ci95": [c["ci95_low"], c["ci95_high"]],
+            "sign_test_p": c["sign_test_p"],
+            "met": c["difference"] >= MIN_FUSION_GAIN,
+        }
+    )
+    c = metrics.paired(run.ndcg(default, "test"), run.ndcg(test_single, "test"))
+    comparisons[f"{default} - {test_single} (test)"] = c
+    index_check = {
+        "hnsw_overlap_at_10_with_exact": overlap_at_10(run, HNSW, DENSE),
+        "exact_numpy_overlap_at_10_with_dense": overlap_at_10(run, EXACT_OURS, DENSE),
+    }
+    per_query = {
+        name: rank_of_relevant(run, name)
+        for name in (DENSE, LEXICAL, REFERENCE, BM25S, default, chosen)
+        if name in run.ranked
+    }
+    return {
+        "meta": meta,
+        "methods": methods,
+        "groups": {
+            "single": [n for n in run.ranked if n not in fusions and n not in rerankers],
+            "fusion": list(fusions),
+            "rerank": list(rerankers),
+        },
+        "choices": {
+            "product_default_fusion": default,
+            "chosen_fusion_on_tuning_half": chosen,
+            "best_single_on_tuning_half": best_single_tuning,
+            "best_single_on_test_half": test_single,
+        },
+        "targets": targets,
+        "comparisons": comparisons,
+        "index_check": index_check,
+        "not_measured": NOT_MEASURED,
+        "lexical_diagnosis": lexical_diagnosis,
+        "per_query_rank_of_relevant": {
+            "queries": [q.id for q in run.queries],
+            "splits": [q.split for q in run.queries],
+            **per_query,
+        },
+    }
+
+
+def _row(name: str, m: dict[str, Any], *, latency: bool = True) -> str:
+    a, tu, te = m["all"], m["tuning"], m["test"]
+    lat = m.get("latency_ms", {}).get("p50")
+    cells = [
+        name,
+        f"{a['ndcg@10']:.4f}",
+        f"{a['mrr@10']:.4f}",
+        f"{a['recall@10']:.4f}",
+        f"{tu['ndcg@10']:.4f}",
+        f"{te['ndcg@10']:.4f}",
+        str(a["queries"]),
+    ]
+    if latency:
+        cells.append(f"{lat:.1f}" if lat is not None else "")
+    return "| " + " | ".join(cells) + " |"
+
+
+_HEADER = (
+    "| method | nDCG@10 | MRR@10 | recall@10 | nDCG@10 tuning | nDCG@10 test | queries "
+    "| p50 ms |\n|---|---|---|---|---|---|---|---|"
+)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    meta, methods = results["meta"], results["methods"]
+    t = meta["timings"]
+    lines = [
+        "# Retrieval quality: the man-page set (bench/quality)",
+        "",
+        f"Run {meta['date']} on commit {meta['commit']}: {meta['documents']} documents, "
+        f"{meta['chunks']} chunks, {meta['queries']} queries (half tuning, half test); "
+        f"each retriever returns {meta['depth']} chunks. Scores are per document (a document "
+        "counts at its best chunk), at 10 documents.",
+        "",
+        f"Timings: corpus {t['corpus_s']:.0f} s, chunking {t['chunk_s']:.0f} s, embedding "
+        f"{t['embed_s']:.0f} s ({meta['chunks'] / t['embed_s']:.1f} chunks/s, "
+        f"{meta['embedder_threads']} threads), writes {t['write_s']:.0f} s, retrieval "
+        f"{t['retrieve_s']:.0f} s"
+        + (
+            f", reference {t['reference_s']:.0f} s (fp32 embedding {t['reference_embed_s']:.0f} s)"
+            if "reference_s" in t
+            else ""
+        )
+        + f"; total {t['total_s']:.0f} s. Load average at the end: "
+        f"{meta['load_average_at_end']:.1f} (2 shared cores). Yardsticks: {meta['reference']}.",
+        "",
+        "## Targets (issue 9, point 24)",
+        "",
+        "| target | measured | difference | 95% CI (paired bootstrap) | sign test p | met |",
+        "|---|---|---|---|---|---|",
+    ]
+    for target in results["targets"]:
+        low, high = target["ci95"]
+        lines.append(
+            f"| {target['target']} | {target['measured']} | {target['difference']:+.4f} | "
+            f"[{low:+.4f}, {high:+.4f}] | {target['sign_test_p']:.3f} | "
+            f"{'yes' if target['met'] else '**no**'} |"
+        )
+    lines += ["", "## Single retrievers and yardsticks", "", _HEADER]
+    lines += [_row(n, methods[n]) for n in results["groups"]["single"]]
+    check = results["index_check"]
+    lines += [
+        "",
+        f"`dense` is KnowledgeStore.dense as this tenant gets it (exact scan: at most "
+        f"20,000 chunks). `dense, HNSW path` forces the HNSW index (ef_search 100, iterative "
+        f"scan): it finds {check['hnsw_overlap_at_10_with_exact']:.3f} of the exact top 10 "
+        "chunks. `exact numpy` is a brute-force search over the vectors we stored "
+        f"(overlap with `dense`: {check['exact_numpy_overlap_at_10_with_dense']:.3f}).",
+    ]
+    if "vector_cosine_ours_vs_fp32_mean" in t:
+        lines.append(
+            f"Our int8 ONNX vectors against the fp32 reference's, chunk by chunk: mean cosine "
+            f"{t['vector_cosine_ours_vs_fp32_mean']:.4f}, lowest "
+            f"{t['vector_cosine_ours_vs_fp32_min']:.4f}."
+        )
+    choices = results["choices"]
+    lines += [
+        "",
+        "## Fusion (dense + lexical), chosen on the tuning half",
+        "",
+        f"Chosen on the tuning half: **{choices['chosen_fusion_on_tuning_half']}**. "
+        f"The product's default today: {choices['product_default_fusion']}.",
+        "",
+        _HEADER.replace(" p50 ms |", "").replace(
+            "|---|---|---|---|---|---|---|---|", "|---|---|---|---|---|---|---|"
+        ),
+    ]
+    lines += [_row(n, methods[n], latency=False) for n in results["groups"]["fusion"]]
+    lines += ["", "## Rerankers", "", _HEADER]
+    lines += [_row(n, methods[n]) for n in results["groups"]["rerank"]]
+    lines.append("")
+    for name, why in results["not_measured"].items():
+        lines.append(f"- `{name}`: not measured: {why}.")
+    lines += ["", "## Paired comparisons (nDCG@10)", ""]
+    lines += ["| comparison | difference | 95% CI | wins / losses / ties | sign test p |",
+              "|---|---|---|---|---|"]  # fmt: skip
+    for name, c in results["comparisons"].items():
+        lines.append(
+            f"| {name} | {c['difference']:+.4f} | [{c['ci95_low']:+.4f}, {c['ci95_high']:+.4f}]"
+            f" | {c['wins']} / {c['losses']} / {c['ties']} | {c['sign_test_p']:.3f} |"
+        )
+    search = meta["search_check"]
+    lines += [
+        "",
+        f"Retrieval.search with the default RetrievalConfig on the test half returned the same "
+        f"top 10 documents as the harness's fusion for {search['same_top10_documents']} "
+        f"queries, different for {search['different']}.",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""The knowledge engine: documents, chunks, embeddings, retrieval, ingestion."""

@@ -1,0 +1,199 @@
+"""Ingestion: from an extracted document to stored chunks, inside a durable job.
+
+    source -> ExtractedDocument -> unchanged? (content hash) -> chunks -> vectors -> one write
+
+Every ingestion skill runs as a job (`JobStore`) whose id is its task's: a crashed job resumes
+where it was when its task runs again, and a caller that asks again for what a running job is
+doing gets that job's result instead of a second copy. A job that stored nothing fails, saying
+why: never a success with nothing in it.
+"""
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agentic_rag.knowledge.chunking import Chunker, embedding_text
+from agentic_rag.knowledge.documents import ExtractedDocument
+from agentic_rag.knowledge.embeddings import Embedder, Vectors
+from agentic_rag.knowledge.jobs import Job, JobStore
+from agentic_rag.knowledge.results import IngestedDocument, IngestSummary
+from agentic_rag.knowledge.store import KnowledgeStore, Space, WriteResult, content_hash
+from agentic_rag.skills import SkillError
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], Awaitable[None]]
+
+# How often a caller attached to another caller's running job looks at it.
+FOLLOW_SECONDS = 0.5
+# Chunks embedded between two progress reports of a long document.
+EMBED_BATCH = 128
+
+
+class NothingIngested(SkillError):
+    """The job found nothing to store: the message says what happened to each input."""
+
+
+@dataclass
+class JobRun:
+    """One running job: what it has done so far, and how it reports."""
+
+    tenant: str
+    job: Job
+    summary: IngestSummary
+    jobs: JobStore
+    report: Progress
+
+    async def progress(self, text: str, **counts: Any) -> None:
+        await self.jobs.progress(self.tenant, self.job.id, {"message": text, **counts})
+        await self.report(text)
+
+
+class Ingestion:
+    def __init__(
+        self,
+        store: KnowledgeStore,
+        jobs: JobStore,
+        embedder: Embedder,
+        chunker: Chunker,
+        space: Space,
+    ) -> None:
+        self._store, self._jobs = store, jobs
+        self._embedder, self._chunker, self._space = embedder, chunker, space
+
+    async def run_job(
+        self,
+        tenant: str,
+        job_id: str,
+        kind: str,
+        arguments: dict[str, Any],
+        report: Progress,
+        body: Callable[[JobRun], Awaitable[None]],
+    ) -> IngestSummary:
+        """Run `body` as the job `job_id`, or follow the running job that does the same.
+
+        Cancelled (by the caller, or by a shutdown), the job stays `running`: a shutdown's
+        task resumes it, and a canceled task's job is found abandoned by the next `open`."""
+        job = await self._jobs.open(tenant, job_id, kind, arguments)
+        if job.id != job_id:
+            await report(f"the same ingestion is already running as job {job.id}: following it")
+            return await self._follow(tenant, job.id, report)
+        if job.state != "running":
+            return self._settled(job)
+        run = JobRun(
+            tenant,
+            job,
+            IngestSummary(job_id=job.id, source_id="", kind=kind),
+            self._jobs,
+            report,
+        )
+        try:
+            await body(run)
+        except SkillError as exc:
+            await self._jobs.finish(
+                tenant,
+                job.id,
+                "failed",
+                summary=run.summary.model_dump(mode="json"),
+                error=str(exc),
+            )
+            raise
+        except Exception as exc:
+            await self._jobs.finish(tenant, job.id, "failed", error=f"internal error: {exc!r}")
+            raise
+        summary = run.summary
+        if summary.ingested == 0 and summary.unchanged == 0:
+            reasons = "; ".join(f"{o.url}: {o.reason}" for o in summary.skipped + summary.failed)
+            error = "nothing was ingested" + (f" ({reasons})" if reasons else "")
+            await self._jobs.finish(
+                tenant, job.id, "failed", summary=summary.model_dump(mode="json"), error=error
+            )
+            raise NothingIngested(error)
+        await self._jobs.finish(
+            tenant, job.id, "completed", summary=summary.model_dump(mode="json")
+        )
+        return summary
+
+    async def _follow(self, tenant: str, job_id: str, report: Progress) -> IngestSummary:
+        last = None
+        while True:
+            job = await self._jobs.get(tenant, job_id)
+            if job is None:
+                raise SkillError(f"job {job_id} disappeared")
+            if job.state != "running":
+                return self._settled(job)
+            message = job.progress.get("message")
+            if message and message != last:
+                await report(str(message))
+                last = message
+            await asyncio.sleep(FOLLOW_SECONDS)
+
+    async def _embed(self, run: JobRun, uri: str, texts: list[str]) -> Vectors:
+        """Vectors of `texts`, in batches that report progress on long documents."""
+        if len(texts) <= EMBED_BATCH:
+            return await self._embedder.embed(texts)
+        parts = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            parts.append(await self._embedder.embed(texts[start : start + EMBED_BATCH]))
+            done = min(start + EMBED_BATCH, len(texts))
+            await run.progress(f"{uri}: embedded {done} of {len(texts)} chunks")
+        return np.concatenate(parts)
+
+    @staticmethod
+    def _settled(job: Job) -> IngestSummary:
+        if job.state == "completed" and job.summary is not None:
+            return IngestSummary.model_validate(job.summary)
+        raise SkillError(f"ingestion job {job.id} {job.state}: {job.error or 'no reason given'}")
+
+    async def store_document(
+        self,
+        run: JobRun,
+        document: ExtractedDocument,
+        *,
+        etag: str | None = None,
+        last_modified: str | None = None,
+        links: Sequence[str] = (),
+    ) -> IngestedDocument:
+        """Chunk, embed and store one document of the run's source; unchanged text is
+        neither chunked nor embedded again."""
+        tenant, source_id = run.tenant, run.summary.source_id
+        existing = await self._store.find_document(tenant, source_id, document.uri)
+        if existing is not None and existing.content_hash == content_hash(document.text):
+            await self._store.set_validators(tenant, existing.id, etag, last_modified, links)
+            result = WriteResult(existing.id, "unchanged", 0)
+        else:
+            chunks = await asyncio.to_thread(self._chunker.chunk, document.sections)
+            if not chunks:
+                raise SkillError(f"{document.uri}: no text to index")
+            vectors = await self._embed(run, document.uri, [embedding_text(c) for c in chunks])
+            result = await self._store.write_document(
+                tenant,
+                source_id,
+                document,
+                chunks,
+                vectors,
+                self._space,
+                etag=etag,
+                last_modified=last_modified,
+                links=links,
+            )
+        ingested = IngestedDocument(
+            document_id=result.document_id,
+            uri=document.uri,
+            title=document.title,
+            status=result.status,
+            chunks=result.chunks,
+            notes=document.notes,
+        )
+        summary = run.summary
+        summary.documents.append(ingested)
+        if result.status == "unchanged":
+            summary.unchanged += 1
+        else:
+            summary.ingested += 1
+            summary.chunks += result.chunks
+        return ingested

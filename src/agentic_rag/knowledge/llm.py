@@ -1,0 +1,91 @@
+"""An OpenAI-compatible chat model (OpenAI, Ollama, vLLM, llama.cpp server): the optional LLM.
+
+Answers are synthesised with it and the `llm` reranker asks it to grade passages. Nothing else
+needs it: without one, answers are extractive.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import orjson
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+
+class LLMError(RuntimeError):
+    """The LLM endpoint failed or answered something unusable; the message says which."""
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, httpx.TransportError):
+        return True
+    return isinstance(exc, httpx.HTTPStatusError) and (
+        exc.response.status_code == 429 or exc.response.status_code >= 500
+    )
+
+
+class OpenAIChat:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        attempts: int = 3,
+    ) -> None:
+        self.model = model
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout
+        )
+        self._attempts = attempts
+
+    async def complete(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int = 512,
+        json_object: bool = False,
+    ) -> str:
+        """The assistant's reply to `messages`; with `json_object`, a JSON object as text."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "max_tokens": max_tokens,
+            "temperature": 0,
+        }
+        if json_object:
+            body["response_format"] = {"type": "json_object"}
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self._attempts),
+                wait=wait_exponential(multiplier=0.5, max=8),
+                retry=retry_if_exception(_transient),
+                reraise=True,
+            ):
+                with attempt:
+                    response = await self._client.post("/chat/completions", json=body)
+                    response.raise_for_status()
+        except httpx.HTTPStatusError as exc:
+            raise LLMError(
+                f"the LLM endpoint answered HTTP {exc.response.status_code}: "
+                f"{exc.response.text[:200]}"
+            ) from None
+        except httpx.TransportError as exc:
+            raise LLMError(f"the LLM endpoint cannot be reached: {exc}") from None
+        try:
+            content = orjson.loads(response.content)["choices"][0]["message"]["content"]
+        except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
+            raise LLMError("the LLM endpoint answered without choices[0].message.content") from None
+        if not isinstance(content, str):
+            raise LLMError("the LLM endpoint answered a non-text message")
+        return content
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

@@ -1,0 +1,58 @@
+"""Re-embedding the whole store with another model (`agentic-rag reembed`).
+
+The new model's vectors fill a new embedding space while servers keep searching the old one;
+when every chunk has a vector, one transaction makes the new space the active one and drops the
+old. Interrupted, it resumes where it stopped: chunks that already have a vector in the new
+space are not embedded again.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agentic_rag.knowledge.embeddings import Embedder
+from agentic_rag.knowledge.store import KnowledgeStore, Space
+
+BATCH = 256
+
+
+@dataclass(frozen=True)
+class ReembedProgress:
+    done: int
+    total: int
+
+
+async def reembed(
+    store: KnowledgeStore,
+    embedder: Embedder,
+    report: Callable[[ReembedProgress], None],
+    *,
+    batch: int = BATCH,
+) -> Space:
+    """Embed every chunk with `embedder` into a new space, then switch searches to it."""
+    active = await store.active_space()
+    if active is not None and (active.model, active.dimension) == (
+        embedder.name,
+        embedder.dimension,
+    ):
+        space = active  # same model: only fill what is missing (chunks written meanwhile)
+    else:
+        space = await store.building_space(embedder.name, embedder.dimension)
+    done, total = await store.count_embedded(space)
+    report(ReembedProgress(done, total))
+
+    async def fill() -> None:
+        nonlocal done
+        after = 0
+        while rows := await store.chunks_to_embed(space, after, batch):
+            vectors = await embedder.embed([text for _, text in rows])
+            await store.add_embeddings(space, [chunk_id for chunk_id, _ in rows], vectors)
+            after = rows[-1][0]
+            done += len(rows)
+            report(ReembedProgress(done, max(total, done)))
+
+    await fill()
+    if space.state != "active":
+        await store.activate(space)
+        # Chunks written with the old model between the last batch and the switch.
+        await fill()
+    return space

@@ -1,0 +1,113 @@
+"""Rerankers: reorder fused candidates before the top k are kept.
+
+- `mmr`: maximal marginal relevance over the candidates' vectors (diversity; no model);
+- `cross-encoder`: an ONNX cross-encoder from a configured local directory (`model.onnx` and
+  `tokenizer.json`), scoring each (query, passage) pair;
+- `llm`: the configured LLM grades each passage.
+`rrf` needs no reranker: it is the fusion itself.
+"""
+
+import asyncio
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from agentic_rag.knowledge.llm import LLMError, OpenAIChat
+
+
+def mmr(
+    query: np.ndarray,
+    candidates: Sequence[int],
+    vectors: Mapping[int, np.ndarray],
+    limit: int,
+    *,
+    diversity: float = 0.3,
+) -> list[tuple[int, float]]:
+    """Pick `limit` candidates, each maximising (1 - diversity) * relevance - diversity *
+    its similarity to those already picked. Returns (chunk id, MMR score) in pick order."""
+    pool = [c for c in candidates if c in vectors]
+    if not pool:
+        return []
+    matrix = np.stack([vectors[c] for c in pool])
+    relevance = matrix @ query
+    similarity = matrix @ matrix.T
+    picked: list[int] = []
+    scores: list[float] = []
+    redundancy = np.full(len(pool), -np.inf)
+    for _ in range(min(limit, len(pool))):
+        penalty = np.where(np.isfinite(redundancy), redundancy, 0.0)
+        value = (1 - diversity) * relevance - diversity * penalty
+        value[picked] = -np.inf
+        best = int(np.argmax(value))
+        picked.append(best)
+        scores.append(float(value[best]))
+        redundancy = np.maximum(redundancy, similarity[best])
+    return [(pool[i], s) for i, s in zip(picked, scores, strict=True)]
+
+
+class CrossEncoder:
+    """An ONNX cross-encoder read from `directory` (model.onnx, tokenizer.json)."""
+
+    def __init__(self, directory: Path, *, max_tokens: int = 512) -> None:
+        import onnxruntime  # type: ignore[import-untyped]
+        from tokenizers import Tokenizer
+
+        model, tokenizer = directory / "model.onnx", directory / "tokenizer.json"
+        for path in (model, tokenizer):
+            if not path.is_file():
+                raise FileNotFoundError(f"cross-encoder directory {directory} has no {path.name}")
+        self._tokenizer = Tokenizer.from_file(str(tokenizer))
+        self._tokenizer.enable_truncation(max_tokens)
+        self._tokenizer.enable_padding()
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 2
+        self._session = onnxruntime.InferenceSession(
+            str(model), options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+
+    def _score(self, query: str, passages: Sequence[str]) -> list[float]:
+        encodings = self._tokenizer.encode_batch([(query, p) for p in passages])
+        feed = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        (logits,) = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[
+            :1
+        ]
+        return [float(x) for x in np.asarray(logits).reshape(len(passages), -1)[:, 0]]
+
+    async def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        if not passages:
+            return []
+        return await asyncio.to_thread(self._score, query, passages)
+
+
+_LLM_GRADING = (
+    "Grade how well each numbered passage answers the question, from 0 (unrelated) to 10 "
+    '(answers it fully). Reply with a JSON object {"grades": {"<number>": <grade>, ...}} '
+    "that grades every passage."
+)
+
+
+async def llm_grades(llm: OpenAIChat, query: str, passages: Sequence[str]) -> list[float]:
+    """The LLM's 0-10 grade of each passage for `query`."""
+    numbered = "\n\n".join(f"[{i}] {p}" for i, p in enumerate(passages, start=1))
+    reply = await llm.complete(
+        [
+            {"role": "system", "content": _LLM_GRADING},
+            {"role": "user", "content": f"Question: {query}\n\nPassages:\n{numbered}"},
+        ],
+        max_tokens=32 + 12 * len(passages),
+        json_object=True,
+    )
+    match = re.search(r"\{.*\}", reply, re.DOTALL)
+    try:
+        grades = json.loads(match.group(0) if match else reply)["grades"]
+        return [float(grades.get(str(i), 0.0)) for i in range(1, len(passages) + 1)]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise LLMError(f"the LLM's grades are not the JSON asked for: {reply[:200]!r}") from None

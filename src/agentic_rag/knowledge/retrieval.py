@@ -1,0 +1,298 @@
+"""Retrieval: run the retrievers, fuse, rerank, answer, and record every stage.
+
+    query -> dense (pgvector) and lexical (BM25 over the lexicon) -> fusion -> reranker
+          -> top k -> answer with numbered citations -> trajectory (for explain_answer)
+
+The trajectory keeps each stage's input and output with ranks, scores and time, so that
+`explain_answer` can show exactly why a passage was cited.
+"""
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from agentic_rag.ids import new_id
+from agentic_rag.knowledge import answers
+from agentic_rag.knowledge.embeddings import Embedder
+from agentic_rag.knowledge.fusion import Fused, FusionMethod, Ranked, fuse
+from agentic_rag.knowledge.llm import OpenAIChat
+from agentic_rag.knowledge.rerank import CrossEncoder, llm_grades, mmr
+from agentic_rag.knowledge.results import (
+    Answer,
+    Citation,
+    Provenance,
+    RankedChunk,
+    RetrieverScore,
+    SearchHit,
+    SearchResult,
+)
+from agentic_rag.knowledge.store import Filters, Hit, KnowledgeStore, Space
+from agentic_rag.knowledge.trajectories import TrajectoryStore
+from agentic_rag.skills import SkillError
+
+Retriever = Literal["dense", "lexical"]
+Reranker = Literal["rrf", "mmr", "cross-encoder", "llm"]
+RERANKERS: tuple[Reranker, ...] = ("rrf", "mmr", "cross-encoder", "llm")
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Defaults chosen on measured quality (docs/knowledge.md, bench/quality)."""
+
+    candidates: int = 50
+    """Hits each retriever contributes to the fusion."""
+    fusion: FusionMethod = "rrf"
+    rrf_k: float = 60.0
+    weights: Mapping[str, float] = field(default_factory=lambda: {"dense": 1.0, "lexical": 1.0})
+    ef_search: int = 100
+    mmr_diversity: float = 0.3
+    rerank_candidates: int = 20
+    """Fused hits a reranker reorders."""
+
+
+@dataclass
+class Stopwatch:
+    timings: dict[str, float] = field(default_factory=dict)
+    _started: float = field(default_factory=time.perf_counter)
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = round((now - self._started) * 1000, 3)
+        self._started = now
+
+
+class Retrieval:
+    def __init__(
+        self,
+        store: KnowledgeStore,
+        trajectories: TrajectoryStore,
+        embedder: Embedder,
+        space: Space,
+        config: RetrievalConfig,
+        *,
+        cross_encoder: CrossEncoder | None = None,
+        llm: OpenAIChat | None = None,
+    ) -> None:
+        self._store, self._trajectories = store, trajectories
+        self._embedder, self._space, self.config = embedder, space, config
+        self._cross_encoder, self._llm = cross_encoder, llm
+
+    def available_rerankers(self) -> list[str]:
+        available = ["rrf", "mmr"]
+        if self._cross_encoder is not None:
+            available.append("cross-encoder")
+        if self._llm is not None:
+            available.append("llm")
+        return available
+
+    def best_reranker(self) -> Reranker:
+        """The strongest reranker configured: the LLM, else the cross-encoder, else MMR."""
+        if self._llm is not None:
+            return "llm"
+        if self._cross_encoder is not None:
+            return "cross-encoder"
+        return "mmr"
+
+    async def search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        top_k: int,
+        filters: Filters,
+        retrievers: Sequence[Retriever] = ("dense", "lexical"),
+        reranker: Reranker | None = None,
+        similarity_threshold: float | None = None,
+        answer: bool = False,
+    ) -> SearchResult:
+        if reranker is not None and reranker not in self.available_rerankers():
+            raise SkillError(
+                f"reranker {reranker!r} is not available here; available: "
+                f"{', '.join(self.available_rerankers())}"
+                + (
+                    " (cross-encoder needs AGENTIC_RAG_RERANKER_DIRECTORY)"
+                    if reranker == "cross-encoder"
+                    else " (llm needs AGENTIC_RAG_LLM_BASE_URL and AGENTIC_RAG_LLM_MODEL)"
+                    if reranker == "llm"
+                    else ""
+                )
+            )
+        if not query.strip():
+            raise SkillError("the query is empty")
+        config, clock = self.config, Stopwatch()
+        width = max(config.candidates, top_k)
+        lists: dict[str, Ranked] = {}
+        stage_times: dict[str, float] = {}
+        query_vector = None
+        if "dense" in retrievers or reranker == "mmr":
+            (query_vector,) = await self._embedder.embed([query])
+            clock.lap("embed_query")
+        if "dense" in retrievers:
+            assert query_vector is not None
+            dense = await self._store.dense(
+                tenant, self._space, query_vector, width, filters, ef_search=config.ef_search
+            )
+            if similarity_threshold is not None:
+                dense = [(c, s) for c, s in dense if s >= similarity_threshold]
+            lists["dense"] = dense
+            clock.lap("dense")
+        if "lexical" in retrievers:
+            lists["lexical"] = await self._store.lexical(tenant, query, width, filters)
+            clock.lap("lexical")
+        if len(lists) == 1:
+            (only,) = lists.values()
+            fused = [Fused(c, s, {next(iter(lists)): s}) for c, s in only]
+        else:
+            fused = fuse(config.fusion, lists, config.weights, rrf_k=config.rrf_k)
+        clock.lap("fusion")
+
+        ranked: list[tuple[int, float]] = [(f.chunk_id, f.score) for f in fused]
+        rerank_trace: dict[str, Any] | None = None
+        if reranker not in (None, "rrf"):
+            before = ranked[: config.rerank_candidates]
+            ranked = await self._rerank(reranker, query, query_vector, before, tenant)
+            rerank_trace = {
+                "reranker": reranker,
+                "before": _ranks(before),
+                "after": _ranks(ranked),
+            }
+            clock.lap("rerank")
+        final = ranked[:top_k]
+        found = await self._store.hits(tenant, [c for c, _ in final])
+        final = [(c, s) for c, s in final if c in found]  # a chunk deleted meanwhile
+        own_ranks = {
+            name: {c: RetrieverScore(rank=i, score=s) for i, (c, s) in enumerate(hits, 1)}
+            for name, hits in lists.items()
+        }
+        hits = [
+            SearchHit(
+                rank=rank,
+                score=score,
+                text=found[chunk_id].text,
+                provenance=_provenance(found[chunk_id]),
+                retrievers={
+                    name: ranks[chunk_id] for name, ranks in own_ranks.items() if chunk_id in ranks
+                },
+            )
+            for rank, (chunk_id, score) in enumerate(final, start=1)
+        ]
+        clock.lap("fetch")
+        reply = await self._answer(query, hits) if answer else None
+        if reply is not None:
+            clock.lap("answer")
+        trajectory_id = new_id()
+        result = SearchResult(
+            query=query,
+            trajectory_id=trajectory_id,
+            hits=hits,
+            retrievers={name: _ranks(hits_of) for name, hits_of in lists.items()},
+            answer=reply,
+        )
+        trace = {
+            "query": query,
+            "plan": {
+                "retrievers": list(lists),
+                "candidates_per_retriever": width,
+                "fusion": {
+                    "method": config.fusion if len(lists) > 1 else "none",
+                    "rrf_k": config.rrf_k,
+                    "weights": dict(config.weights),
+                },
+                "reranker": reranker,
+                "top_k": top_k,
+                "similarity_threshold": similarity_threshold,
+                "filters": _filters_trace(filters),
+                "embedding_model": self._space.model,
+            },
+            "retrievers": {name: [r.model_dump() for r in _ranks(h)] for name, h in lists.items()},
+            "fusion": {
+                "inputs": {name: len(h) for name, h in lists.items()},
+                "output": [
+                    {
+                        "chunk_id": f.chunk_id,
+                        "rank": i,
+                        "score": f.score,
+                        "contributions": f.contributions,
+                    }
+                    for i, f in enumerate(fused[: max(top_k, config.rerank_candidates)], 1)
+                ],
+            },
+            "rerank": None
+            if rerank_trace is None
+            else {
+                k: v if isinstance(v, str) else [r.model_dump() for r in v]
+                for k, v in rerank_trace.items()
+            },
+            "hits": [h.model_dump(mode="json") for h in hits],
+            "answer": reply.model_dump(mode="json") if reply else None,
+            "timings_ms": {**clock.timings, **stage_times},
+        }
+        await self._trajectories.save(tenant, trajectory_id, query, trace)
+        return result
+
+    async def _rerank(
+        self,
+        reranker: Reranker | None,
+        query: str,
+        query_vector: Any,
+        candidates: list[tuple[int, float]],
+        tenant: str,
+    ) -> list[tuple[int, float]]:
+        ids = [c for c, _ in candidates]
+        if reranker == "mmr":
+            vectors = await self._store.vectors(self._space, ids)
+            return mmr(query_vector, ids, vectors, len(ids), diversity=self.config.mmr_diversity)
+        texts = await self._store.hits(tenant, ids)
+        present = [c for c in ids if c in texts]
+        passages = [texts[c].text for c in present]
+        if reranker == "cross-encoder":
+            assert self._cross_encoder is not None
+            scores = await self._cross_encoder.score(query, passages)
+        else:
+            assert self._llm is not None
+            scores = await llm_grades(self._llm, query, passages)
+        order = sorted(zip(present, scores, strict=True), key=lambda p: (-p[1], ids.index(p[0])))
+        return order
+
+    async def _answer(self, query: str, hits: Sequence[SearchHit]) -> Answer:
+        passages = [h.text for h in hits]
+        if self._llm is not None:
+            text, mode = await answers.synthesised(self._llm, query, passages), "llm"
+        else:
+            text, mode = answers.extractive(query, passages), "extractive"
+        return Answer(
+            text=text,
+            mode=mode,
+            citations=[
+                Citation(
+                    number=i,
+                    chunk_id=h.provenance.chunk_id,
+                    uri=h.provenance.uri,
+                    title=h.provenance.title,
+                    page=h.provenance.page,
+                    start_seconds=h.provenance.start_seconds,
+                    char_start=h.provenance.char_start,
+                    char_end=h.provenance.char_end,
+                )
+                for i, h in enumerate(hits, start=1)
+            ],
+        )
+
+
+def _ranks(hits: Sequence[tuple[int, float]]) -> list[RankedChunk]:
+    return [RankedChunk(chunk_id=c, rank=i, score=s) for i, (c, s) in enumerate(hits, start=1)]
+
+
+def _provenance(hit: Hit) -> Provenance:
+    fields = asdict(hit)
+    fields.pop("text")
+    return Provenance(**fields)
+
+
+def _filters_trace(filters: Filters) -> dict[str, Any]:
+    return {
+        k: (v.isoformat() if hasattr(v, "isoformat") else v)
+        for k, v in asdict(filters).items()
+        if v
+    }

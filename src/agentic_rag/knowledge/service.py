@@ -1,0 +1,506 @@
+"""KnowledgeService: what the knowledge skills do, for one tenant at a time.
+
+It is built once per process from the settings (`KnowledgeService.start`): the embedder, the
+store's embedding space (refused if the store was embedded with another model), the chunker,
+retrieval, and the optional LLM and cross-encoder.
+"""
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack, aclosing
+from dataclasses import replace
+from typing import Any
+
+import asyncpg
+from youtube_transcript_api.proxies import GenericProxyConfig
+
+from agentic_rag.config import Settings
+from agentic_rag.knowledge.chunking import Chunker
+from agentic_rag.knowledge.documents import ExtractedDocument
+from agentic_rag.knowledge.embeddings import Embedder, build_embedder
+from agentic_rag.knowledge.ingestion import Ingestion, JobRun
+from agentic_rag.knowledge.jobs import JobFrontier, JobStore
+from agentic_rag.knowledge.llm import OpenAIChat
+from agentic_rag.knowledge.rerank import CrossEncoder
+from agentic_rag.knowledge.results import (
+    CrawlRequest,
+    DocumentInfo,
+    Explanation,
+    IngestSummary,
+    PageOutcome,
+    SourceInfo,
+)
+from agentic_rag.knowledge.retrieval import Retrieval, RetrievalConfig
+from agentic_rag.knowledge.sources.fetch import (
+    PDF,
+    Fetcher,
+    FetchError,
+    FetchLimits,
+    Resource,
+    Validators,
+)
+from agentic_rag.knowledge.sources.markdown import markdown_sections
+from agentic_rag.knowledge.sources.pdf import PdfError, PdfReader, ocr_note
+from agentic_rag.knowledge.sources.web import (
+    CrawlOptions,
+    CrawlOutcome,
+    Fetched,
+    KnownPage,
+    Skipped,
+    Unchanged,
+    crawl,
+)
+from agentic_rag.knowledge.sources.youtube import (
+    CaptionsFormatError,
+    InvalidVideoURLError,
+    TranscriptError,
+    YouTubeTranscripts,
+    parse_captions,
+    video_id,
+    watch_url,
+)
+from agentic_rag.knowledge.store import KnowledgeStore, Space, StoredDocument
+from agentic_rag.knowledge.trajectories import TrajectoryStore
+from agentic_rag.security.ssrf import SSRFGuard
+from agentic_rag.skills import SkillError
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], Awaitable[None]]
+
+
+def embedder_from(settings: Settings) -> Embedder:
+    return build_embedder(
+        settings.embedding_provider,
+        url=settings.embedding_url,
+        model=settings.embedding_model,
+        api_key=settings.embedding_api_key.get_secret_value()
+        if settings.embedding_api_key
+        else None,
+        dimension=settings.embedding_dimension,
+        max_tokens=settings.embedding_max_tokens,
+        batch_size=settings.embedding_batch_size,
+    )
+
+
+class KnowledgeService:
+    store: KnowledgeStore
+    retrieval: Retrieval
+    ingestion: Ingestion
+    space: Space
+
+    def __init__(self, settings: Settings, pool: asyncpg.Pool) -> None:
+        self.settings = settings
+        self.store = KnowledgeStore(pool)
+        self.jobs = JobStore(pool)
+        self.trajectories = TrajectoryStore(pool)
+        self._stack = AsyncExitStack()
+
+    async def start(self) -> None:
+        settings = self.settings
+        embedder = embedder_from(settings)
+        self._stack.push_async_callback(embedder.aclose)
+        await embedder.start()
+        self.embedder = embedder
+        self.space = await self.store.open_space(embedder.name, embedder.dimension)
+        llm = None
+        if settings.llm_base_url and settings.llm_model:
+            llm = OpenAIChat(
+                settings.llm_base_url,
+                settings.llm_model,
+                api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
+            )
+            self._stack.push_async_callback(llm.aclose)
+        self.llm = llm
+        cross_encoder = (
+            CrossEncoder(settings.reranker_directory) if settings.reranker_directory else None
+        )
+        self.retrieval = Retrieval(
+            self.store,
+            self.trajectories,
+            embedder,
+            self.space,
+            RetrievalConfig(),
+            cross_encoder=cross_encoder,
+            llm=llm,
+        )
+        chunker = Chunker(embedder.count_tokens, embedder.max_tokens, settings.chunk_overlap_tokens)
+        self.guard = SSRFGuard(settings.ingest_allow_private)
+        proxy = (
+            GenericProxyConfig(
+                http_url=settings.youtube_proxy_url, https_url=settings.youtube_proxy_url
+            )
+            if settings.youtube_proxy_url
+            else None
+        )
+        self.youtube = YouTubeTranscripts(
+            proxy_config=proxy, timeout_seconds=settings.ingest_timeout_seconds
+        )
+        self.ingestion = Ingestion(self.store, self.jobs, embedder, chunker, self.space)
+
+    async def stop(self) -> None:
+        await self._stack.aclose()
+
+    # -- ingestion --------------------------------------------------------------------
+
+    async def ingest_text(
+        self,
+        tenant: str,
+        job_id: str,
+        report: Progress,
+        *,
+        text: str,
+        title: str,
+        metadata: dict[str, Any],
+    ) -> IngestSummary:
+        if not text.strip():
+            raise SkillError("the text is empty")
+
+        async def body(run: JobRun) -> None:
+            run.summary.source_id = await self.store.upsert_source(
+                tenant, "text", title, title, metadata
+            )
+            document = ExtractedDocument(
+                uri=title,
+                title=title,
+                mime_type="text/markdown",
+                sections=markdown_sections(text),
+                metadata=metadata,
+            )
+            await run.progress(f"indexing {title!r}")
+            stored = await self.ingestion.store_document(run, document)
+            await run.progress(f"{title!r}: {stored.status}, {stored.chunks} chunks")
+
+        arguments = {"text": text, "title": title, "metadata": metadata}
+        return await self.ingestion.run_job(tenant, job_id, "text", arguments, report, body)
+
+    async def ingest_url(
+        self, tenant: str, job_id: str, report: Progress, request: CrawlRequest
+    ) -> IngestSummary:
+        settings = self.settings
+        if request.max_pages > settings.ingest_max_pages:
+            raise SkillError(
+                f"max_pages is at most {settings.ingest_max_pages} "
+                "(the setting AGENTIC_RAG_INGEST_MAX_PAGES)"
+            )
+        try:
+            options = CrawlOptions(
+                depth=request.depth,
+                max_pages=request.max_pages,
+                same_site=request.same_site,
+                include=tuple(request.include),
+                exclude=tuple(request.exclude),
+                sitemaps=request.sitemaps,
+                min_interval=settings.ingest_host_interval_seconds,
+                limits=self._fetch_limits(),
+            )
+            self.guard.check_shape(request.url)
+        except ValueError as exc:
+            raise SkillError(str(exc)) from None
+
+        async def body(run: JobRun) -> None:
+            run.summary.source_id = source_id = await self.store.upsert_source(
+                tenant, "url", request.url, "", request.metadata
+            )
+            counted = await self._resume_crawl(run)
+            remaining = replace(options, max_pages=max(1, options.max_pages - counted))
+
+            async def known(url: str) -> KnownPage | None:
+                stored = await self.store.find_document(tenant, source_id, url)
+                if stored is None:
+                    return None
+                return KnownPage(
+                    Validators(stored.etag, stored.last_modified),
+                    stored.fetched_at,
+                    tuple(stored.links),
+                )
+
+            frontier = JobFrontier(self.jobs, tenant, run.job.id)
+            pages = crawl(request.url, self.guard, remaining, frontier=frontier, known=known)
+            async with aclosing(pages):
+                async for outcome in pages:
+                    await self._crawled(run, outcome, request.metadata)
+
+        arguments = request.model_dump(mode="json")
+        return await self.ingestion.run_job(tenant, job_id, "url", arguments, report, body)
+
+    async def _resume_crawl(self, run: JobRun) -> int:
+        """Count what an earlier run of this job did into its summary; the pages it requested."""
+        requested = 0
+        for page in await self.jobs.pages(run.tenant, run.job.id):
+            state, url, reason = page["state"], page["url"], page["reason"] or ""
+            if state in ("ingested", "unchanged", "failed"):
+                requested += 1
+            if state == "ingested":
+                run.summary.ingested += 1
+            elif state == "unchanged":
+                run.summary.unchanged += 1
+            elif state in ("skipped", "failed"):
+                _note_outcome(run.summary, state, url, reason)
+        return requested
+
+    async def _crawled(self, run: JobRun, outcome: CrawlOutcome, metadata: dict[str, Any]) -> None:
+        tenant, job_id, summary = run.tenant, run.job.id, run.summary
+        done = summary.ingested + summary.unchanged
+        if isinstance(outcome, Fetched):
+            outcome.document.metadata = {**outcome.document.metadata, **metadata}
+            try:
+                stored = await self.ingestion.store_document(
+                    run,
+                    outcome.document,
+                    etag=outcome.validators.etag,
+                    last_modified=outcome.validators.last_modified,
+                    links=outcome.links,
+                )
+            except SkillError as exc:  # a page with nothing to index
+                _note_outcome(summary, "skipped", outcome.url, str(exc))
+                await self.jobs.page_done(tenant, job_id, outcome.url, "skipped", reason=str(exc))
+                return
+            state = "unchanged" if stored.status == "unchanged" else "ingested"
+            await self.jobs.page_done(
+                tenant, job_id, outcome.url, state, document_id=stored.document_id
+            )
+            await run.progress(
+                f"[{done + 1}] {stored.status} {outcome.final_url} ({stored.chunks} chunks)",
+                ingested=summary.ingested,
+                unchanged=summary.unchanged,
+            )
+        elif isinstance(outcome, Unchanged):
+            summary.unchanged += 1
+            await self.jobs.page_done(tenant, job_id, outcome.url, "unchanged")
+            await run.progress(f"[{done + 1}] unchanged {outcome.url}")
+        else:
+            state = "skipped" if isinstance(outcome, Skipped) else "failed"
+            reason = f"{outcome.reason}: {outcome.detail}"
+            _note_outcome(summary, state, outcome.url, reason)
+            await self.jobs.page_done(tenant, job_id, outcome.url, state, reason=reason)
+            await run.progress(f"{state} {outcome.url}: {reason}")
+
+    async def ingest_pdf(
+        self,
+        tenant: str,
+        job_id: str,
+        report: Progress,
+        *,
+        data: str | None,
+        url: str | None,
+        path: str | None,
+        filename: str | None,
+        metadata: dict[str, Any],
+    ) -> IngestSummary:
+        given = [name for name, value in (("data", data), ("url", url), ("path", path)) if value]
+        if len(given) != 1:
+            raise SkillError("give exactly one of data (base64), url or path")
+        arguments = {
+            "sha256": hashlib.sha256((data or "").encode()).hexdigest() if data else None,
+            "url": url,
+            "path": path,
+            "filename": filename,
+            "metadata": metadata,
+        }
+
+        async def body(run: JobRun) -> None:
+            content, uri = await self._pdf_bytes(data, url, path, filename)
+            run.summary.source_id = await self.store.upsert_source(
+                tenant, "pdf", uri, filename or "", metadata
+            )
+            document = await self._read_pdf(run, content, uri, metadata)
+            stored = await self.ingestion.store_document(run, document)
+            await run.progress(f"{uri}: {stored.status}, {stored.chunks} chunks")
+            run.summary.notes.extend(document.notes)
+
+        return await self.ingestion.run_job(tenant, job_id, "pdf", arguments, report, body)
+
+    async def _pdf_bytes(
+        self, data: str | None, url: str | None, path: str | None, filename: str | None
+    ) -> tuple[bytes, str]:
+        limit = self.settings.ingest_max_bytes
+        if data is not None:
+            if len(data) > limit * 4 // 3 + 4:
+                raise SkillError(f"the PDF is larger than {limit} bytes")
+            try:
+                return base64.b64decode(data, validate=True), filename or "document.pdf"
+            except binascii.Error:
+                raise SkillError("data is not valid base64") from None
+        if url is not None:
+            try:
+                async with Fetcher(self.guard, self._fetch_limits()) as fetcher:
+                    resource = await fetcher.fetch(url, accept=frozenset({PDF}))
+            except (FetchError, ValueError) as exc:
+                raise SkillError(f"cannot fetch {url}: {exc}") from None
+            assert isinstance(resource, Resource)
+            return resource.body, resource.final_url
+        assert path is not None
+        return await asyncio.to_thread(self._read_allowed_file, path), path
+
+    def _read_allowed_file(self, path: str) -> bytes:
+        root = self.settings.ingest_directory
+        if root is None:
+            raise SkillError(
+                "reading files by path is off: set AGENTIC_RAG_INGEST_DIRECTORY to the "
+                "directory ingest_pdf may read from, or send the file's content"
+            )
+        base = root.resolve()
+        target = (base / path).resolve()
+        if not target.is_relative_to(base):
+            raise SkillError(f"{path!r} is outside the ingestion directory")
+        if not target.is_file():
+            raise SkillError(f"no file {path!r} in the ingestion directory")
+        if target.stat().st_size > self.settings.ingest_max_bytes:
+            raise SkillError(f"{path!r} is larger than {self.settings.ingest_max_bytes} bytes")
+        return target.read_bytes()
+
+    async def _read_pdf(
+        self, run: JobRun, content: bytes, uri: str, metadata: dict[str, Any]
+    ) -> ExtractedDocument:
+        """The PDF's pages one at a time (bounded memory), with progress per page."""
+        try:
+            reader = await PdfReader.aopen(content, name=uri)
+        except PdfError as exc:
+            raise SkillError(str(exc)) from None
+        try:
+            sections = []
+            async for page in reader.apages():
+                if page.section is not None:
+                    sections.append(page.section)
+                await run.progress(
+                    f"{uri}: page {page.number} of {page.count}" + (" (OCR)" if page.ocr else ""),
+                    page=page.number,
+                    pages=page.count,
+                )
+            notes = [ocr_note(reader.ocr_pages, reader.page_count)] if reader.ocr_pages else []
+            return ExtractedDocument(
+                uri=uri,
+                title=reader.title or uri.rstrip("/").rsplit("/", 1)[-1] or uri,
+                mime_type=PDF,
+                sections=sections,
+                metadata={**metadata, "pages": reader.page_count, "ocr_pages": reader.ocr_pages},
+                notes=notes,
+            )
+        except PdfError as exc:
+            raise SkillError(str(exc)) from None
+        finally:
+            reader.close()
+
+    async def ingest_youtube(
+        self,
+        tenant: str,
+        job_id: str,
+        report: Progress,
+        *,
+        video_url: str,
+        languages: list[str],
+        transcript: str | None,
+        title: str | None,
+        metadata: dict[str, Any],
+    ) -> IngestSummary:
+        try:
+            video = video_id(video_url)
+        except InvalidVideoURLError as exc:
+            raise SkillError(str(exc)) from None
+        uri = watch_url(video)
+        arguments = {
+            "video": video,
+            "languages": languages,
+            "transcript": hashlib.sha256(transcript.encode()).hexdigest() if transcript else None,
+            "metadata": metadata,
+        }
+
+        async def body(run: JobRun) -> None:
+            run.summary.source_id = await self.store.upsert_source(
+                tenant, "youtube", uri, title or "", metadata
+            )
+            try:
+                if transcript is not None:
+                    document = parse_captions(transcript, uri=uri, title=title or uri)
+                else:
+                    await run.progress(f"fetching the transcript of {uri}")
+                    document = await self.youtube.afetch(uri, languages)
+            except (TranscriptError, CaptionsFormatError) as exc:
+                raise SkillError(str(exc)) from None
+            if title:
+                document.title = title
+            document.metadata = {**document.metadata, **metadata, "video_id": video}
+            stored = await self.ingestion.store_document(run, document)
+            await run.progress(f"{uri}: {stored.status}, {stored.chunks} chunks")
+
+        return await self.ingestion.run_job(tenant, job_id, "youtube", arguments, report, body)
+
+    def _fetch_limits(self) -> FetchLimits:
+        return FetchLimits(
+            max_bytes=self.settings.ingest_max_bytes,
+            timeout_seconds=self.settings.ingest_timeout_seconds,
+        )
+
+    # -- catalogue --------------------------------------------------------------------
+
+    async def sources(self, tenant: str) -> list[SourceInfo]:
+        return [
+            SourceInfo(
+                source_id=s.id,
+                kind=s.kind,
+                uri=s.uri,
+                title=s.title,
+                documents=s.documents,
+                chunks=s.chunks,
+                metadata=s.metadata,
+                created_at=s.created_at,
+                updated_at=s.updated_at,
+            )
+            for s in await self.store.list_sources(tenant)
+        ]
+
+    async def document(self, tenant: str, document_id: str, *, with_text: bool) -> DocumentInfo:
+        stored = await self.store.get_document(tenant, document_id, with_text=with_text)
+        if stored is None:
+            raise SkillError(f"no document {document_id!r}")
+        return document_info(stored)
+
+    async def documents(
+        self, tenant: str, *, source_id: str | None, limit: int, offset: int
+    ) -> list[DocumentInfo]:
+        stored = await self.store.list_documents(
+            tenant, source_id=source_id, limit=limit, offset=offset
+        )
+        return [document_info(d) for d in stored]
+
+    async def explain(self, tenant: str, trajectory_id: str) -> Explanation:
+        trace = await self.trajectories.get(tenant, trajectory_id)
+        if trace is None:
+            raise SkillError(
+                f"no retrieval {trajectory_id!r} (trajectories are kept "
+                f"{self.settings.trajectory_retention_days} days)"
+            )
+        return Explanation.model_validate({"trajectory_id": trajectory_id, **trace})
+
+
+# The summary names this many skipped or failed pages; the rest are counted in a note.
+LISTED_OUTCOMES = 100
+
+
+def _note_outcome(summary: IngestSummary, state: str, url: str, reason: str) -> None:
+    listed = summary.skipped if state == "skipped" else summary.failed
+    if len(listed) < LISTED_OUTCOMES:
+        listed.append(PageOutcome(url=url, reason=reason))
+    else:
+        summary.unlisted[state] = summary.unlisted.get(state, 0) + 1
+
+
+def document_info(stored: StoredDocument) -> DocumentInfo:
+    return DocumentInfo(
+        document_id=stored.id,
+        source_id=stored.source_id,
+        uri=stored.uri,
+        title=stored.title,
+        mime_type=stored.mime_type,
+        chunks=stored.chunk_count,
+        metadata=stored.metadata,
+        notes=stored.notes,
+        created_at=stored.created_at,
+        updated_at=stored.updated_at,
+        text=stored.text,
+    )

@@ -1,0 +1,351 @@
+"""The knowledge skills: ingestion, retrieval, explanations and the catalogue.
+
+Each is defined once here; A2A (Agent Card, tasks), MCP (tools) and the CLI read them from the
+registry. Handlers only translate arguments: the work is `KnowledgeService`'s.
+"""
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agentic_rag.knowledge.results import (
+    CrawlRequest,
+    DocumentInfo,
+    Explanation,
+    IngestSummary,
+    SearchResult,
+    SourceInfo,
+)
+from agentic_rag.knowledge.retrieval import Reranker
+from agentic_rag.knowledge.service import KnowledgeService
+from agentic_rag.knowledge.store import Filters
+from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
+
+KnowledgeProvider = Callable[[], KnowledgeService]
+SourceKind = Literal["url", "pdf", "youtube", "text"]
+
+
+class SearchFilters(BaseModel):
+    """Restrict a search; every filter given must hold."""
+
+    source_ids: list[str] = Field(default_factory=list, description="Only these sources")
+    document_ids: list[str] = Field(default_factory=list, description="Only these documents")
+    kinds: list[SourceKind] = Field(default_factory=list, description="Only these source kinds")
+    ingested_after: datetime | None = Field(None, description="Documents stored at or after")
+    ingested_before: datetime | None = Field(None, description="Documents stored before")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Documents whose metadata contains these key/values"
+    )
+
+    def to_filters(self) -> Filters:
+        return Filters(
+            source_ids=tuple(self.source_ids),
+            document_ids=tuple(self.document_ids),
+            kinds=tuple(self.kinds),
+            ingested_after=self.ingested_after,
+            ingested_before=self.ingested_before,
+            metadata=self.metadata,
+        )
+
+
+class VectorSearchInput(BaseModel):
+    query: str = Field(description="What to look for, in natural language")
+    top_k: int = Field(10, ge=1, le=100)
+    similarity_threshold: float | None = Field(
+        None, ge=-1, le=1, description="Drop hits whose cosine similarity is below this"
+    )
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+
+
+class HybridRetrieveInput(BaseModel):
+    query: str = Field(description="A question or keywords")
+    top_k: int = Field(5, ge=1, le=100)
+    use_reranking: bool = Field(
+        False, description="Rerank the fused hits with the best available reranker"
+    )
+    reranker: Reranker | None = Field(None, description="A specific reranker (implies reranking)")
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    answer: bool = Field(True, description="Also answer the question with numbered citations")
+
+
+class RerankInput(BaseModel):
+    query: str
+    reranker: Reranker = Field(
+        "rrf", description="rrf, mmr, cross-encoder (local model configured) or llm"
+    )
+    top_k: int = Field(5, ge=1, le=100)
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+
+
+class ExplainInput(BaseModel):
+    trajectory_id: str = Field(description="The trajectory_id a search returned")
+
+
+class IngestTextInput(BaseModel):
+    text: str = Field(description="Markdown or plain text")
+    title: str = Field(description="A title; ingesting the same title again replaces the text")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class IngestPdfInput(BaseModel):
+    data: str | None = Field(
+        None, description="The PDF's content, base64 (over A2A: send a FilePart instead)"
+    )
+    url: str | None = Field(None, description="Where to fetch the PDF (http or https)")
+    path: str | None = Field(
+        None,
+        description="A file inside the server's ingestion directory (AGENTIC_RAG_INGEST_DIRECTORY)",
+    )
+    filename: str | None = Field(None, description="The file's name, shown in citations")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class IngestYoutubeInput(BaseModel):
+    video_url: str = Field(description="A YouTube watch, youtu.be, shorts or embed URL, or an id")
+    languages: list[str] = Field(
+        default_factory=lambda: ["en"], description="Transcript languages, in order of preference"
+    )
+    transcript: str | None = Field(
+        None,
+        description="The transcript as WebVTT or SRT, when this server cannot reach YouTube",
+    )
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ListSourcesInput(BaseModel):
+    pass
+
+
+class SourcesOutput(BaseModel):
+    sources: list[SourceInfo]
+
+
+class GetDocumentInput(BaseModel):
+    document_id: str
+    include_text: bool = Field(True, description="Include the document's whole text")
+
+
+class DocumentIdInput(BaseModel):
+    document_id: str
+
+
+class SourceIdInput(BaseModel):
+    source_id: str
+
+
+class Deleted(BaseModel):
+    deleted: str
+    documents: int = Field(description="Documents removed with it")
+
+
+def _render_search(result: SearchResult) -> str:
+    lines = []
+    if result.answer is not None:
+        lines += [result.answer.text, "", "Sources:"]
+        for c in result.answer.citations:
+            where = f", page {c.page}" if c.page else ""
+            where += f", at {c.start_seconds:.0f}s" if c.start_seconds is not None else ""
+            lines.append(f"[{c.number}] {c.title} ({c.uri}{where})")
+    else:
+        for hit in result.hits:
+            p = hit.provenance
+            lines.append(f"{hit.rank}. {p.title} ({p.uri}) score {hit.score:.3f}")
+            lines.append("   " + hit.text[:300].replace("\n", " "))
+    if not result.hits:
+        lines = ["Nothing in the knowledge base matches this query."]
+    lines += ["", f"(explain_answer trajectory_id: {result.trajectory_id})"]
+    return "\n".join(lines)
+
+
+def _render_ingest(summary: IngestSummary) -> str:
+    lines = [
+        f"ingested {summary.ingested}, unchanged {summary.unchanged}, skipped "
+        f"{len(summary.skipped)}, failed {len(summary.failed)}; {summary.chunks} chunks written"
+        f" (source {summary.source_id}, job {summary.job_id})"
+    ]
+    lines += [f"- {d.status}: {d.title} ({d.uri}), {d.chunks} chunks" for d in summary.documents]
+    lines += [f"- skipped {o.url}: {o.reason}" for o in summary.skipped]
+    lines += [f"- failed {o.url}: {o.reason}" for o in summary.failed]
+    lines += [f"note: {n}" for n in summary.notes]
+    return "\n".join(lines)
+
+
+def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) -> None:
+    """Register the knowledge skills; `knowledge()` gives the running service."""
+
+    @registry.skill(
+        description="Answer a question from the knowledge base: dense and lexical (BM25) "
+        "retrieval fused, optionally reranked, with an answer citing numbered sources and a "
+        "trajectory_id for explain_answer.",
+        tags=["knowledge", "search", "rag"],
+        examples=["How do I configure the embedding model?"],
+        text_argument="query",
+        render=_render_search,
+    )
+    async def hybrid_retrieve(ctx: SkillContext, args: HybridRetrieveInput) -> SearchResult:
+        service = knowledge()
+        reranker = args.reranker
+        if reranker is None and args.use_reranking:
+            reranker = service.retrieval.best_reranker()
+        return await service.retrieval.search(
+            ctx.tenant,
+            args.query,
+            top_k=args.top_k,
+            filters=args.filters.to_filters(),
+            reranker=reranker,
+            answer=args.answer,
+        )
+
+    @registry.skill(
+        description="Nearest chunks to the query by embedding similarity (dense only), with "
+        "metadata filters and an optional similarity threshold.",
+        tags=["knowledge", "search"],
+        text_argument="query",
+        render=_render_search,
+    )
+    async def vector_search(ctx: SkillContext, args: VectorSearchInput) -> SearchResult:
+        return await knowledge().retrieval.search(
+            ctx.tenant,
+            args.query,
+            top_k=args.top_k,
+            filters=args.filters.to_filters(),
+            retrievers=("dense",),
+            similarity_threshold=args.similarity_threshold,
+        )
+
+    @registry.skill(
+        description="Retrieve with a chosen reranker: rrf (rank fusion), mmr (diverse), "
+        "cross-encoder (when a local model is configured) or llm (when an LLM is configured).",
+        tags=["knowledge", "search", "rerank"],
+        text_argument="query",
+        render=_render_search,
+    )
+    async def query_with_reranking(ctx: SkillContext, args: RerankInput) -> SearchResult:
+        return await knowledge().retrieval.search(
+            ctx.tenant,
+            args.query,
+            top_k=args.top_k,
+            filters=args.filters.to_filters(),
+            reranker=args.reranker,
+            answer=True,
+        )
+
+    @registry.skill(
+        description="How a search found its answer: the plan, each retriever's hits with ranks "
+        "and scores, the fusion's inputs and output, reranking before and after, the time of "
+        "each stage, and the exact span of every cited passage.",
+        tags=["knowledge", "explain"],
+        text_argument="trajectory_id",
+    )
+    async def explain_answer(ctx: SkillContext, args: ExplainInput) -> Explanation:
+        return await knowledge().explain(ctx.tenant, args.trajectory_id)
+
+    @registry.skill(
+        description="Crawl a site from a URL and ingest its pages (HTML, PDF, text): same site "
+        "by default, robots.txt and crawl delays respected, unchanged pages skipped on a "
+        "re-crawl. Reports each page; the summary says what was skipped or failed and why.",
+        tags=["knowledge", "ingest"],
+        examples=["https://docs.example.com/", "ingest https://example.com/guide"],
+        render=_render_ingest,
+        resumable=True,
+    )
+    async def ingest_url(ctx: SkillContext, args: CrawlRequest) -> IngestSummary:
+        return await knowledge().ingest_url(ctx.tenant, ctx.task_id, ctx.progress, args)
+
+    @registry.skill(
+        description="Ingest a PDF from its content (a FilePart, or base64 data), a URL, or a "
+        "path in the ingestion directory: text per page with page numbers, scanned pages read "
+        "by OCR.",
+        tags=["knowledge", "ingest", "pdf"],
+        render=_render_ingest,
+        resumable=True,
+        file_argument="data",
+    )
+    async def ingest_pdf(ctx: SkillContext, args: IngestPdfInput) -> IngestSummary:
+        return await knowledge().ingest_pdf(
+            ctx.tenant,
+            ctx.task_id,
+            ctx.progress,
+            data=args.data,
+            url=args.url,
+            path=args.path,
+            filename=args.filename,
+            metadata=args.metadata,
+        )
+
+    @registry.skill(
+        description="Ingest a YouTube video's transcript, with timestamps on every chunk; or a "
+        "transcript sent as WebVTT or SRT.",
+        tags=["knowledge", "ingest", "youtube"],
+        examples=["https://www.youtube.com/watch?v=dQw4w9WgXcQ"],
+        render=_render_ingest,
+        resumable=True,
+    )
+    async def ingest_youtube(ctx: SkillContext, args: IngestYoutubeInput) -> IngestSummary:
+        return await knowledge().ingest_youtube(
+            ctx.tenant,
+            ctx.task_id,
+            ctx.progress,
+            video_url=args.video_url,
+            languages=args.languages,
+            transcript=args.transcript,
+            title=args.title,
+            metadata=args.metadata,
+        )
+
+    @registry.skill(
+        description="Ingest markdown or plain text sent by the caller, under a title.",
+        tags=["knowledge", "ingest"],
+        render=_render_ingest,
+        resumable=True,
+    )
+    async def ingest_text(ctx: SkillContext, args: IngestTextInput) -> IngestSummary:
+        return await knowledge().ingest_text(
+            ctx.tenant,
+            ctx.task_id,
+            ctx.progress,
+            text=args.text,
+            title=args.title,
+            metadata=args.metadata,
+        )
+
+    @registry.skill(
+        description="The sources in the knowledge base, with their document and chunk counts.",
+        tags=["knowledge", "catalogue"],
+    )
+    async def list_sources(ctx: SkillContext, args: ListSourcesInput) -> SourcesOutput:
+        return SourcesOutput(sources=await knowledge().sources(ctx.tenant))
+
+    @registry.skill(
+        description="One document: its metadata and, unless asked not to, its text.",
+        tags=["knowledge", "catalogue"],
+    )
+    async def get_document(ctx: SkillContext, args: GetDocumentInput) -> DocumentInfo:
+        return await knowledge().document(ctx.tenant, args.document_id, with_text=args.include_text)
+
+    @registry.skill(
+        description="Delete a document and its chunks.",
+        tags=["knowledge", "catalogue"],
+    )
+    async def delete_document(ctx: SkillContext, args: DocumentIdInput) -> Deleted:
+        if not await knowledge().store.delete_document(ctx.tenant, args.document_id):
+            raise SkillError(f"no document {args.document_id!r}")
+        return Deleted(deleted=args.document_id, documents=1)
+
+    @registry.skill(
+        description="Delete a source with all its documents and chunks.",
+        tags=["knowledge", "catalogue"],
+    )
+    async def delete_source(ctx: SkillContext, args: SourceIdInput) -> Deleted:
+        count = await knowledge().store.delete_source(ctx.tenant, args.source_id)
+        if count is None:
+            raise SkillError(f"no source {args.source_id!r}")
+        return Deleted(deleted=args.source_id, documents=count)
+
+    # A bare URL sent as text is something to ingest, not a question.
+    youtube = r"(?:https?://)?(?:www\.|m\.)?(?:youtube\.com|youtu\.be)/\S+"
+    registry.route_text(rf"(?:ingest\s+)?(?P<value>{youtube})", "ingest_youtube", "video_url")
+    registry.route_text(r"(?:ingest\s+)?(?P<value>https?://\S+)", "ingest_url", "url")

@@ -1,0 +1,231 @@
+"""PDF -> text per page (pypdfium2), with offline OCR (rapidocr) for pages without a text layer.
+
+A PDF is read one page at a time: each page is loaded, read and closed before the next, and a
+page is rendered only when it needs OCR, so a 600-page PDF streams with the memory of one page
+(plus the PDF itself when it was given as bytes; a path is read from disk as needed).
+
+A page needs OCR when its text layer has fewer than `OCR_BELOW_CHARS` visible characters and it
+holds an image (a scan); its rendering is read by rapidocr's PP-OCRv4 models, which ship in the
+wheel and are loaded once, on first use (about 1 s). OCR takes seconds a page: async callers use
+`PdfReader.aopen`, `apages` and `aextract_pdf`, which run the work in a thread.
+
+PDFium is not thread-safe, so every call into it holds one process-wide lock; OCR runs outside
+it, on a copy of the rendered page.
+"""
+
+import asyncio
+import re
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import numpy as np
+import pypdfium2 as pdfium  # type: ignore[import-untyped]
+import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
+
+from agentic_rag.knowledge.documents import ExtractedDocument, Section
+
+OCR_BELOW_CHARS = 16
+OCR_DPI = 150  # measured: finer renderings read no better and run slower
+_MAX_RENDER_SIDE = 2500  # pixels: rapidocr shrinks anything above 2000 anyway
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffe\uffff]")
+_BLANK_LINES = re.compile(r"\n{3,}")
+
+_pdfium_lock = threading.Lock()
+_ocr_lock = threading.Lock()
+_ocr_engine: Any = None
+
+
+class PdfError(ValueError):
+    """A PDF that cannot be read; the subclass says why."""
+
+
+class EncryptedPdfError(PdfError):
+    pass
+
+
+class CorruptPdfError(PdfError):
+    pass
+
+
+class EmptyPdfError(PdfError):
+    pass
+
+
+@dataclass(frozen=True)
+class PdfPage:
+    number: int
+    """1-based."""
+    count: int
+    """Pages in the document: `number` of `count` is the progress."""
+    text: str
+    """Empty for a page with no text (a blank page)."""
+    ocr: bool
+    """Whether the text was read by OCR."""
+
+    @property
+    def section(self) -> Section | None:
+        return Section(text=self.text, kind="page", page=self.number) if self.text else None
+
+
+class PdfReader:
+    """An open PDF, read page by page. Opening raises EncryptedPdfError or CorruptPdfError (PDFium
+    also refuses a PDF with no pages as malformed); iterating raises EmptyPdfError at the end if
+    no page had any text."""
+
+    def __init__(self, source: bytes | Path, *, name: str | None = None, ocr: bool = True) -> None:
+        self.name = name or (source.name if isinstance(source, Path) else "the PDF")
+        self.ocr = ocr
+        self.ocr_pages: list[int] = []
+        """Numbers of the pages read by OCR so far."""
+        self._had_text = False
+        with _pdfium_lock:
+            try:
+                self._pdf = pdfium.PdfDocument(source)
+            except pdfium.PdfiumError as exc:
+                raise _open_error(self.name, exc) from None
+            except FileNotFoundError:
+                raise PdfError(f"{self.name}: no such file") from None
+            self.page_count = len(self._pdf)
+            title = self._pdf.get_metadata_dict(skip_empty=True).get("Title", "")
+        # "untitled" is what reportlab (and others) write when the author gave no title.
+        self.title: str | None = None if title.strip().lower() in ("", "untitled") else title
+        """The title in the PDF's metadata, if any."""
+
+    @classmethod
+    async def aopen(
+        cls, source: bytes | Path, *, name: str | None = None, ocr: bool = True
+    ) -> Self:
+        return await asyncio.to_thread(cls, source, name=name, ocr=ocr)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with _pdfium_lock:
+            self._pdf.close()
+
+    def pages(self) -> Iterator[PdfPage]:
+        for index in range(self.page_count):
+            yield self.read_page(index)
+        self._check_not_empty()
+
+    async def apages(self) -> AsyncIterator[PdfPage]:
+        """`pages`, each page read in a thread. A cancelled read finishes its page in the
+        background; closing the reader after that is safe (it waits for PDFium)."""
+        for index in range(self.page_count):
+            yield await asyncio.to_thread(self.read_page, index)
+        self._check_not_empty()
+
+    def read_page(self, index: int) -> PdfPage:
+        """The page at 0-based `index`, OCR'd if it needs it."""
+        with _pdfium_lock:
+            page = self._pdf[index]
+            try:
+                text = _page_text(page)
+                scan = self._render_for_ocr(page) if self._needs_ocr(page, text) else None
+            finally:
+                page.close()
+        ocr = False
+        if scan is not None:
+            recognized = _recognize(scan)
+            if len(recognized) > len(text):
+                text, ocr = recognized, True
+                self.ocr_pages.append(index + 1)
+        self._had_text = self._had_text or bool(text)
+        return PdfPage(number=index + 1, count=self.page_count, text=text, ocr=ocr)
+
+    def _needs_ocr(self, page: pdfium.PdfPage, text: str) -> bool:
+        if not self.ocr or len("".join(text.split())) >= OCR_BELOW_CHARS:
+            return False
+        images = page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=2)
+        return next(images, None) is not None
+
+    def _render_for_ocr(self, page: pdfium.PdfPage) -> np.ndarray[Any, Any]:
+        width, height = page.get_size()
+        scale = min(OCR_DPI / 72, _MAX_RENDER_SIDE / max(width, height, 1.0))
+        bitmap = page.render(scale=scale)
+        try:
+            return np.array(bitmap.to_numpy())  # a copy: the bitmap is freed under the lock
+        finally:
+            bitmap.close()
+
+    def _check_not_empty(self) -> None:
+        if not self._had_text:
+            how = "even after OCR" if self.ocr else "and OCR is off"
+            raise EmptyPdfError(
+                f"{self.name} has no text on any of its {self.page_count} pages {how}"
+            )
+
+
+def extract_pdf(
+    source: bytes | Path, *, uri: str, title: str | None = None, ocr: bool = True
+) -> ExtractedDocument:
+    """The whole PDF as one document: a "page" section per page with text. Blocking."""
+    with PdfReader(source, name=uri, ocr=ocr) as reader:
+        sections = [page.section for page in reader.pages() if page.section is not None]
+        return ExtractedDocument(
+            uri=uri,
+            title=title or reader.title or uri.rstrip("/").rsplit("/", 1)[-1] or uri,
+            mime_type="application/pdf",
+            sections=sections,
+            metadata={"page_count": reader.page_count, "ocr_pages": list(reader.ocr_pages)},
+            notes=[ocr_note(reader.ocr_pages, reader.page_count)] if reader.ocr_pages else [],
+        )
+
+
+async def aextract_pdf(
+    source: bytes | Path, *, uri: str, title: str | None = None, ocr: bool = True
+) -> ExtractedDocument:
+    return await asyncio.to_thread(extract_pdf, source, uri=uri, title=title, ocr=ocr)
+
+
+def ocr_note(pages: list[int], count: int) -> str:
+    """What to tell the caller: "pages 3, 7 of 12 were read by OCR"."""
+    noun = "page" if len(pages) == 1 else "pages"
+    return f"{noun} {', '.join(map(str, pages))} of {count} were read by OCR (no text layer)"
+
+
+def _open_error(name: str, exc: pdfium.PdfiumError) -> PdfError:
+    if exc.err_code == pdfium_c.FPDF_ERR_PASSWORD:
+        return EncryptedPdfError(f"{name} is encrypted: it needs a password to be read")
+    if exc.err_code == pdfium_c.FPDF_ERR_SECURITY:
+        return EncryptedPdfError(f"{name} uses an unsupported security handler")
+    if exc.err_code in (pdfium_c.FPDF_ERR_FORMAT, pdfium_c.FPDF_ERR_FILE):
+        return CorruptPdfError(f"{name} is not a readable PDF (corrupt, truncated or not a PDF)")
+    return CorruptPdfError(f"{name} cannot be read: {exc}")
+
+
+def _page_text(page: pdfium.PdfPage) -> str:
+    textpage = page.get_textpage()
+    try:
+        raw = textpage.get_text_range()
+    finally:
+        textpage.close()
+    text = _CONTROL.sub("", raw.replace("\r\n", "\n").replace("\r", "\n"))
+    lines = "\n".join(line.rstrip() for line in text.split("\n"))
+    return _BLANK_LINES.sub("\n\n", lines).strip()
+
+
+def _recognize(image: np.ndarray[Any, Any]) -> str:
+    """The lines rapidocr reads in `image`, top to bottom. One page at a time per process:
+    the engine is shared, and ONNX Runtime already uses every core for one page."""
+    global _ocr_engine
+    with _ocr_lock:
+        if _ocr_engine is None:
+            from rapidocr_onnxruntime import RapidOCR  # type: ignore[import-untyped]
+
+            _ocr_engine = RapidOCR()
+        result, _ = _ocr_engine(image)
+    return "\n".join(str(line[1]) for line in result or ())

@@ -1,0 +1,810 @@
+"""KnowledgeStore: all SQL of sources, documents, chunks, embeddings and the lexicon.
+
+Every method takes the tenant and every statement filters by it. Writes of one document are one
+transaction: its chunks, their embeddings and the lexicon's document frequencies change together,
+so a search never sees half a document and a retried write never duplicates a chunk.
+"""
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import asyncpg
+import numpy as np
+import orjson
+
+from agentic_rag.ids import new_id
+from agentic_rag.knowledge.documents import Chunk, ExtractedDocument
+
+TEXT_SEARCH_CONFIG = "english"
+# Serialises lexicon updates of one tenant (two documents share words): no deadlocks, and the
+# transaction that holds it is short (embedding happens before it).
+_LEXICON_LOCK = 0x6C657863  # "lexc"
+# Tenants with at most this many chunks are searched exactly: an HNSW scan filtered by tenant
+# loses results when the tenant holds a small share of the index (KNOWLEDGE-NOTES), and an
+# exact scan of this many vectors takes a few milliseconds.
+EXACT_SEARCH_MAX_CHUNKS = 20_000
+Connection = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
+# BM25 parameters (the usual defaults).
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+class EmbeddingModelMismatch(RuntimeError):
+    """The store's vectors were made by another model than the one configured."""
+
+
+class UnknownSpace(RuntimeError):
+    """The embedding space this process writes to or reads from is gone (re-embedded)."""
+
+
+@dataclass(frozen=True)
+class Space:
+    id: int
+    model: str
+    dimension: int
+    state: str
+
+    @property
+    def vector_type(self) -> str:
+        return f"vector({int(self.dimension)})"
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Restrictions every retriever applies (declared in the skills' input schemas)."""
+
+    source_ids: tuple[str, ...] = ()
+    document_ids: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    """Source kinds: url, pdf, youtube, text."""
+    ingested_after: datetime | None = None
+    ingested_before: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Documents whose metadata contains these keys and values."""
+
+    @property
+    def narrow(self) -> bool:
+        """Whether the filters name documents or sources: few enough rows to scan exactly."""
+        return bool(self.source_ids or self.document_ids)
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.source_ids
+            or self.document_ids
+            or self.kinds
+            or self.ingested_after
+            or self.ingested_before
+            or self.metadata
+        )
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    id: str
+    source_id: str
+    uri: str
+    title: str
+    mime_type: str
+    content_hash: bytes
+    etag: str | None
+    last_modified: str | None
+    links: list[str]
+    fetched_at: datetime
+    chunk_count: int
+    metadata: dict[str, Any]
+    notes: list[str]
+    created_at: datetime
+    updated_at: datetime
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredSource:
+    id: str
+    kind: str
+    uri: str
+    title: str
+    metadata: dict[str, Any]
+    documents: int
+    chunks: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A chunk as a retriever found it, with everything needed to cite it."""
+
+    chunk_id: int
+    document_id: str
+    source_id: str
+    source_kind: str
+    uri: str
+    title: str
+    text: str
+    position: int
+    char_start: int
+    char_end: int
+    page: int | None
+    start_seconds: float | None
+    end_seconds: float | None
+    heading_path: list[str]
+
+
+WriteStatus = Literal["created", "updated", "unchanged"]
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    document_id: str
+    status: WriteStatus
+    chunks: int
+
+
+def content_hash(text: str) -> bytes:
+    return hashlib.sha256(text.encode()).digest()
+
+
+class KnowledgeStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    # -- embedding spaces ---------------------------------------------------------------
+
+    async def active_space(self) -> Space | None:
+        row = await self._pool.fetchrow(
+            "SELECT id, model, dimension, state FROM embedding_spaces WHERE state = 'active'"
+        )
+        return _space(row) if row else None
+
+    async def open_space(self, model: str, dimension: int) -> Space:
+        """The active space, created for `model` if the store has none yet.
+
+        Raises EmbeddingModelMismatch if the store's vectors come from another model.
+        """
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _LEXICON_LOCK)
+            row = await conn.fetchrow(
+                "SELECT id, model, dimension, state FROM embedding_spaces WHERE state = 'active'"
+            )
+            if row is None:
+                return await self._create_space(conn, model, dimension, "active")
+        space = _space(row)
+        if (space.model, space.dimension) != (model, dimension):
+            raise EmbeddingModelMismatch(
+                f"the knowledge store was embedded with {space.model} ({space.dimension} "
+                f"dimensions), but {model} ({dimension} dimensions) is configured: run "
+                "`agentic-rag reembed` with the new model to re-embed every chunk, or configure "
+                f"{space.model} again"
+            )
+        return space
+
+    async def _create_space(
+        self, conn: Connection, model: str, dimension: int, state: str
+    ) -> Space:
+        row = await conn.fetchrow(
+            "INSERT INTO embedding_spaces (model, dimension, state) VALUES ($1, $2, $3) "
+            "RETURNING id, model, dimension, state",
+            model,
+            dimension,
+            state,
+        )
+        space = _space(row)
+        await conn.execute(
+            f"CREATE INDEX chunk_embeddings_hnsw_{space.id} ON chunk_embeddings "
+            f"USING hnsw ((embedding::{space.vector_type}) vector_cosine_ops) "
+            f"WHERE space = {space.id}"
+        )
+        return space
+
+    async def building_space(self, model: str, dimension: int) -> Space:
+        """The space a re-embedding fills: resumed if one for `model` is being built."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _LEXICON_LOCK)
+            row = await conn.fetchrow(
+                "SELECT id, model, dimension, state FROM embedding_spaces "
+                "WHERE state = 'building' AND model = $1 AND dimension = $2",
+                model,
+                dimension,
+            )
+            if row is not None:
+                return _space(row)
+            await conn.execute("DELETE FROM embedding_spaces WHERE state = 'building'")
+            return await self._create_space(conn, model, dimension, "building")
+
+    async def chunks_to_embed(self, space: Space, after: int, limit: int) -> list[tuple[int, str]]:
+        """(id, what the embedder reads) of chunks of every tenant without a vector in
+        `space`, in id order after `after`."""
+        rows = await self._pool.fetch(
+            "SELECT c.id, c.embedding_prefix || c.text AS input FROM chunks c "
+            "WHERE c.id > $2 AND NOT EXISTS "
+            "(SELECT 1 FROM chunk_embeddings e WHERE e.space = $1 AND e.chunk_id = c.id) "
+            "ORDER BY c.id LIMIT $3",
+            space.id,
+            after,
+            limit,
+        )
+        return [(r["id"], r["input"]) for r in rows]
+
+    async def add_embeddings(
+        self, space: Space, chunk_ids: Sequence[int], vectors: np.ndarray
+    ) -> None:
+        async with self._pool.acquire() as conn, conn.transaction():
+            # Chunks deleted since they were read are skipped; a chunk embedded twice (a
+            # resumed run) keeps its first vector.
+            tenants: dict[int, str] = dict(
+                await conn.fetch(  # type: ignore[arg-type]
+                    "SELECT c.id, c.tenant FROM chunks c WHERE c.id = ANY($2::bigint[]) "
+                    "AND NOT EXISTS (SELECT 1 FROM chunk_embeddings e "
+                    "WHERE e.space = $1 AND e.chunk_id = c.id) FOR KEY SHARE",
+                    space.id,
+                    list(chunk_ids),
+                )
+            )
+            await conn.copy_records_to_table(
+                "chunk_embeddings",
+                columns=_EMBEDDING_COLUMNS,
+                records=[
+                    (space.id, c, tenants[c], v)
+                    for c, v in zip(chunk_ids, vectors, strict=True)
+                    if c in tenants
+                ],
+            )
+
+    async def count_embedded(self, space: Space) -> tuple[int, int]:
+        """(chunks with a vector in `space`, all chunks)."""
+        row = await self._pool.fetchrow(
+            "SELECT (SELECT count(*) FROM chunk_embeddings WHERE space = $1) AS done, "
+            "(SELECT count(*) FROM chunks) AS total",
+            space.id,
+        )
+        assert row is not None
+        return int(row["done"]), int(row["total"])
+
+    async def activate(self, space: Space) -> None:
+        """Make `space` the one searches read, dropping the old one, in one transaction."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _LEXICON_LOCK)
+            await conn.execute("DELETE FROM embedding_spaces WHERE state = 'active'")
+            await conn.execute(
+                "UPDATE embedding_spaces SET state = 'active' WHERE id = $1", space.id
+            )
+
+    # -- sources and documents -----------------------------------------------------------
+
+    async def upsert_source(
+        self, tenant: str, kind: str, uri: str, title: str, metadata: dict[str, Any]
+    ) -> str:
+        row = await self._pool.fetchrow(
+            "INSERT INTO knowledge_sources (tenant, id, kind, uri, title, metadata) "
+            "VALUES ($1, $2, $3, $4, $5, $6::jsonb) "
+            "ON CONFLICT (tenant, kind, uri) DO UPDATE SET updated_at = now(), "
+            "title = CASE WHEN excluded.title = '' THEN knowledge_sources.title "
+            "ELSE excluded.title END, metadata = knowledge_sources.metadata || excluded.metadata "
+            "RETURNING id",
+            tenant,
+            new_id(),
+            kind,
+            uri,
+            title,
+            orjson.dumps(metadata).decode(),
+        )
+        assert row is not None
+        return str(row["id"])
+
+    async def find_document(self, tenant: str, source_id: str, uri: str) -> StoredDocument | None:
+        row = await self._pool.fetchrow(
+            f"SELECT {_DOCUMENT_COLUMNS} FROM documents "
+            "WHERE tenant = $1 AND source_id = $2 AND uri = $3",
+            tenant,
+            source_id,
+            uri,
+        )
+        return _document(row) if row else None
+
+    async def write_document(
+        self,
+        tenant: str,
+        source_id: str,
+        document: ExtractedDocument,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        space: Space,
+        *,
+        etag: str | None = None,
+        last_modified: str | None = None,
+        links: Sequence[str] = (),
+    ) -> WriteResult:
+        """Store `document` with its chunks and their vectors, replacing an older version.
+
+        Unchanged text (same hash) rewrites nothing but the validators.
+        """
+        text = document.text
+        digest = content_hash(text)
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1, hashtext($2))", _LEXICON_LOCK, tenant
+            )
+            if not await conn.fetchval("SELECT true FROM embedding_spaces WHERE id = $1", space.id):
+                raise UnknownSpace(
+                    f"the store was re-embedded after this process started with {space.model}: "
+                    "restart it with the model the store now uses"
+                )
+            old = await conn.fetchrow(
+                "SELECT id, content_hash FROM documents "
+                "WHERE tenant = $1 AND source_id = $2 AND uri = $3 FOR UPDATE",
+                tenant,
+                source_id,
+                document.uri,
+            )
+            if old is not None and bytes(old["content_hash"]) == digest:
+                await conn.execute(
+                    "UPDATE documents SET etag = $3, last_modified = $4, links = $5, "
+                    "fetched_at = now() WHERE tenant = $1 AND id = $2",
+                    tenant,
+                    old["id"],
+                    etag,
+                    last_modified,
+                    list(links),
+                )
+                return WriteResult(old["id"], "unchanged", 0)
+            if old is not None:
+                document_id = str(old["id"])
+                await _forget_terms(conn, tenant, document_id)
+                await conn.execute(
+                    "DELETE FROM chunks WHERE tenant = $1 AND document_id = $2",
+                    tenant,
+                    document_id,
+                )
+                await conn.execute(
+                    "UPDATE documents SET title = $3, mime_type = $4, content_hash = $5, "
+                    "text = $6, metadata = $7::jsonb, notes = $8, etag = $9, "
+                    "last_modified = $10, chunk_count = $11, links = $12, updated_at = now(), "
+                    "fetched_at = now() WHERE tenant = $1 AND id = $2",
+                    tenant,
+                    document_id,
+                    document.title,
+                    document.mime_type,
+                    digest,
+                    text,
+                    orjson.dumps(document.metadata).decode(),
+                    document.notes,
+                    etag,
+                    last_modified,
+                    len(chunks),
+                    list(links),
+                )
+            else:
+                document_id = new_id()
+                await conn.execute(
+                    "INSERT INTO documents (tenant, id, source_id, uri, title, mime_type, "
+                    "content_hash, text, metadata, notes, etag, last_modified, chunk_count, links) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14)",
+                    tenant,
+                    document_id,
+                    source_id,
+                    document.uri,
+                    document.title,
+                    document.mime_type,
+                    digest,
+                    text,
+                    orjson.dumps(document.metadata).decode(),
+                    document.notes,
+                    etag,
+                    last_modified,
+                    len(chunks),
+                    list(links),
+                )
+            ids = await conn.fetch(
+                "INSERT INTO chunks (tenant, document_id, position, text, char_start, char_end, "
+                "page, start_seconds, end_seconds, heading_path, embedding_prefix, tsv, "
+                "term_count) "
+                "SELECT $1, $2, c.position, c.text, c.char_start, c.char_end, c.page, "
+                "c.start_seconds, c.end_seconds, c.heading_path, c.embedding_prefix, v.tsv, "
+                "(SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(v.tsv) u) "
+                "FROM jsonb_to_recordset($3::jsonb) AS c(position int, text text, "
+                "char_start int, char_end int, page int, start_seconds real, "
+                "end_seconds real, heading_path text[], embedding_prefix text) "
+                f"CROSS JOIN LATERAL (SELECT to_tsvector('{TEXT_SEARCH_CONFIG}', "
+                "array_to_string(c.heading_path, ' ') || ' ' || c.text) AS tsv) v "
+                "ORDER BY c.position RETURNING id, position",
+                tenant,
+                document_id,
+                orjson.dumps([_chunk_record(c) for c in chunks]).decode(),
+            )
+            by_position = {r["position"]: r["id"] for r in ids}
+            await conn.copy_records_to_table(
+                "chunk_embeddings",
+                columns=_EMBEDDING_COLUMNS,
+                records=[
+                    (space.id, by_position[c.position], tenant, v)
+                    for c, v in zip(chunks, vectors, strict=True)
+                ],
+            )
+            await _learn_terms(conn, tenant, document_id)
+            return WriteResult(document_id, "updated" if old else "created", len(chunks))
+
+    async def set_validators(
+        self,
+        tenant: str,
+        document_id: str,
+        etag: str | None,
+        last_modified: str | None,
+        links: Sequence[str] = (),
+    ) -> None:
+        """Record what a fetch of an unchanged document said, for the next conditional fetch."""
+        await self._pool.execute(
+            "UPDATE documents SET etag = $3, last_modified = $4, links = $5, fetched_at = now() "
+            "WHERE tenant = $1 AND id = $2",
+            tenant,
+            document_id,
+            etag,
+            last_modified,
+            list(links),
+        )
+
+    async def get_document(
+        self, tenant: str, document_id: str, *, with_text: bool = True
+    ) -> StoredDocument | None:
+        columns = _DOCUMENT_COLUMNS + (", text" if with_text else "")
+        row = await self._pool.fetchrow(
+            f"SELECT {columns} FROM documents WHERE tenant = $1 AND id = $2",
+            tenant,
+            document_id,
+        )
+        return _document(row) if row else None
+
+    async def list_documents(
+        self, tenant: str, *, source_id: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[StoredDocument]:
+        rows = await self._pool.fetch(
+            f"SELECT {_DOCUMENT_COLUMNS} FROM documents WHERE tenant = $1 "
+            "AND ($2::text IS NULL OR source_id = $2) ORDER BY created_at, id LIMIT $3 OFFSET $4",
+            tenant,
+            source_id,
+            limit,
+            offset,
+        )
+        return [_document(r) for r in rows]
+
+    async def list_sources(self, tenant: str) -> list[StoredSource]:
+        rows = await self._pool.fetch(
+            "SELECT s.id, s.kind, s.uri, s.title, s.metadata, s.created_at, s.updated_at, "
+            "count(d.id) AS documents, coalesce(sum(d.chunk_count), 0) AS chunks "
+            "FROM knowledge_sources s LEFT JOIN documents d "
+            "ON d.tenant = s.tenant AND d.source_id = s.id WHERE s.tenant = $1 "
+            "GROUP BY s.tenant, s.id ORDER BY s.created_at, s.id",
+            tenant,
+        )
+        return [
+            StoredSource(
+                id=r["id"],
+                kind=r["kind"],
+                uri=r["uri"],
+                title=r["title"],
+                metadata=orjson.loads(r["metadata"]),
+                documents=int(r["documents"]),
+                chunks=int(r["chunks"]),
+                created_at=r["created_at"],
+                updated_at=r["updated_at"],
+            )
+            for r in rows
+        ]
+
+    async def delete_document(self, tenant: str, document_id: str) -> bool:
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1, hashtext($2))", _LEXICON_LOCK, tenant
+            )
+            await _forget_terms(conn, tenant, document_id)
+            deleted = await conn.fetchval(
+                "DELETE FROM documents WHERE tenant = $1 AND id = $2 RETURNING id",
+                tenant,
+                document_id,
+            )
+            return deleted is not None
+
+    async def delete_source(self, tenant: str, source_id: str) -> int | None:
+        """Delete a source and its documents; the number of documents, or None if unknown."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1, hashtext($2))", _LEXICON_LOCK, tenant
+            )
+            documents = await conn.fetch(
+                "SELECT id FROM documents WHERE tenant = $1 AND source_id = $2",
+                tenant,
+                source_id,
+            )
+            for row in documents:
+                await _forget_terms(conn, tenant, row["id"])
+            deleted = await conn.fetchval(
+                "DELETE FROM knowledge_sources WHERE tenant = $1 AND id = $2 RETURNING id",
+                tenant,
+                source_id,
+            )
+            return len(documents) if deleted is not None else None
+
+    # -- retrieval ---------------------------------------------------------------------
+
+    async def dense(
+        self,
+        tenant: str,
+        space: Space,
+        query: np.ndarray,
+        limit: int,
+        filters: Filters,
+        *,
+        ef_search: int = 100,
+    ) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of the `limit` nearest chunks, best first.
+
+        Small tenants and narrow filters are scanned exactly; otherwise the HNSW index is read
+        with iterative scans, so that a tenant's rows are found however few they are.
+        """
+        params: list[Any] = [space.id, tenant, query, limit]
+        where = _filter_sql(filters, params)
+        distance = f"e.embedding::{space.vector_type} <=> $3"
+        async with self._pool.acquire() as conn, conn.transaction():
+            size = await conn.fetchval(
+                "SELECT chunks FROM lexicon_totals WHERE tenant = $1", tenant
+            )
+            exact = filters.narrow or (size or 0) <= EXACT_SEARCH_MAX_CHUNKS
+            if exact:
+                # MATERIALIZED keeps the planner from ordering by the index of all tenants.
+                joins = _FILTER_JOINS if filters else ""
+                sql = (
+                    "WITH candidates AS MATERIALIZED (SELECT e.chunk_id, "
+                    f"{distance} AS distance FROM chunk_embeddings e {joins} "
+                    f"WHERE e.space = $1 AND e.tenant = $2 {where}) "
+                    "SELECT chunk_id, distance FROM candidates ORDER BY distance LIMIT $4"
+                )
+            else:
+                await conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(ef_search), limit)}")
+                await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                sql = (
+                    f"SELECT e.chunk_id, {distance} AS distance FROM chunk_embeddings e "
+                    f"{_FILTER_JOINS if filters else ''} "
+                    f"WHERE e.space = $1 AND e.tenant = $2 {where} "
+                    f"ORDER BY {distance} LIMIT $4"
+                )
+            rows = await conn.fetch(sql, *params)
+        # relaxed_order may return rows slightly out of order: sort what came back.
+        hits = sorted(((r["chunk_id"], 1.0 - float(r["distance"])) for r in rows), key=_score)
+        return hits
+
+    async def lexical(
+        self, tenant: str, query: str, limit: int, filters: Filters, *, candidates: int = 5000
+    ) -> list[tuple[int, float]]:
+        """(chunk id, BM25 score) of the `limit` best chunks for `query`, best first.
+
+        BM25 over PostgreSQL's lexemes (stemmed, without stop words), with IDF from the
+        tenant's lexicon. To stay fast on large tenants, only chunks that contain the query's
+        rarest terms are scored: terms are taken rarest first while their postings add up to
+        at most `candidates` (always at least the rarest one); chunks that contain only
+        frequent terms are the ones BM25 ranks lowest anyway.
+        """
+        async with self._pool.acquire() as conn:
+            terms = await conn.fetch(
+                "SELECT q.lexeme, coalesce(l.df, 0) AS df "
+                f"FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', $2)) q "
+                "LEFT JOIN lexicon l ON l.tenant = $1 AND l.lexeme = q.lexeme",
+                tenant,
+                query,
+            )
+            totals = await conn.fetchrow(
+                "SELECT chunks, terms FROM lexicon_totals WHERE tenant = $1", tenant
+            )
+            present = sorted((r["df"], r["lexeme"]) for r in terms if r["df"] > 0)
+            if not present or totals is None or totals["chunks"] == 0:
+                return []
+            n, average_length = totals["chunks"], totals["terms"] / totals["chunks"]
+            selective: list[str] = []
+            postings = 0
+            for df, lexeme in present:
+                if selective and postings + df > candidates:
+                    break
+                selective.append(lexeme)
+                postings += df
+            lexemes = [lexeme for _, lexeme in present]
+            idf = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df, _ in present]
+            params: list[Any] = [
+                tenant,
+                " | ".join(_quote_lexeme(t) for t in selective),
+                lexemes,
+                idf,
+                limit,
+                average_length,
+                candidates,
+            ]
+            where = _filter_sql(filters, params)
+            rows = await conn.fetch(
+                "WITH q AS (SELECT * FROM unnest($3::text[], $4::float8[]) AS q(lexeme, idf)), "
+                "candidates AS MATERIALIZED (SELECT c.id, c.tsv, c.term_count FROM chunks c "
+                f"{_FILTER_JOINS_FROM_CHUNKS if filters else ''} "
+                f"WHERE c.tenant = $1 AND c.tsv @@ $2::tsquery {where} LIMIT $7) "
+                "SELECT c.id, sum(q.idf * (u.tf * "
+                f"{BM25_K1 + 1}) / (u.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * "
+                "c.term_count / $6))) AS score FROM candidates c CROSS JOIN LATERAL "
+                "(SELECT lexeme, cardinality(positions) AS tf "
+                "FROM unnest(ts_filter(setweight(c.tsv, 'A', $3::text[]), '{a}'))) u "
+                "JOIN q ON q.lexeme = u.lexeme GROUP BY c.id ORDER BY score DESC, c.id LIMIT $5",
+                *params,
+            )
+        return [(r["id"], float(r["score"])) for r in rows]
+
+    async def hits(self, tenant: str, chunk_ids: Sequence[int]) -> dict[int, Hit]:
+        rows = await self._pool.fetch(
+            "SELECT c.id, c.document_id, d.source_id, s.kind, d.uri, d.title, c.text, "
+            "c.position, c.char_start, c.char_end, c.page, c.start_seconds, c.end_seconds, "
+            "c.heading_path FROM chunks c "
+            "JOIN documents d ON d.tenant = c.tenant AND d.id = c.document_id "
+            "JOIN knowledge_sources s ON s.tenant = d.tenant AND s.id = d.source_id "
+            "WHERE c.tenant = $1 AND c.id = ANY($2::bigint[])",
+            tenant,
+            list(chunk_ids),
+        )
+        return {
+            r["id"]: Hit(
+                chunk_id=r["id"],
+                document_id=r["document_id"],
+                source_id=r["source_id"],
+                source_kind=r["kind"],
+                uri=r["uri"],
+                title=r["title"],
+                text=r["text"],
+                position=r["position"],
+                char_start=r["char_start"],
+                char_end=r["char_end"],
+                page=r["page"],
+                start_seconds=r["start_seconds"],
+                end_seconds=r["end_seconds"],
+                heading_path=list(r["heading_path"]),
+            )
+            for r in rows
+        }
+
+    async def vectors(self, space: Space, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        rows = await self._pool.fetch(
+            "SELECT chunk_id, embedding FROM chunk_embeddings "
+            "WHERE space = $1 AND chunk_id = ANY($2::bigint[])",
+            space.id,
+            list(chunk_ids),
+        )
+        return {r["chunk_id"]: r["embedding"].to_numpy().astype(np.float32) for r in rows}
+
+    async def chunk_count(self, tenant: str) -> int:
+        value = await self._pool.fetchval(
+            "SELECT chunks FROM lexicon_totals WHERE tenant = $1", tenant
+        )
+        return int(value or 0)
+
+
+def _space(row: asyncpg.Record | None) -> Space:
+    assert row is not None
+    return Space(row["id"], row["model"], row["dimension"], row["state"])
+
+
+def _score(hit: tuple[int, float]) -> tuple[float, int]:
+    return (-hit[1], hit[0])
+
+
+_EMBEDDING_COLUMNS = ["space", "chunk_id", "tenant", "embedding"]
+_DOCUMENT_COLUMNS = (
+    "id, source_id, uri, title, mime_type, content_hash, etag, last_modified, links, "
+    "fetched_at, chunk_count, metadata, notes, created_at, updated_at"
+)
+
+_FILTER_JOINS = (
+    "JOIN chunks c ON c.id = e.chunk_id "
+    "JOIN documents d ON d.tenant = c.tenant AND d.id = c.document_id "
+    "JOIN knowledge_sources s ON s.tenant = d.tenant AND s.id = d.source_id"
+)
+_FILTER_JOINS_FROM_CHUNKS = (
+    "JOIN documents d ON d.tenant = c.tenant AND d.id = c.document_id "
+    "JOIN knowledge_sources s ON s.tenant = d.tenant AND s.id = d.source_id"
+)
+
+
+def _filter_sql(filters: Filters, params: list[Any]) -> str:
+    """SQL conditions on `d` (documents) and `s` (sources) for `filters`; appends params."""
+    conditions = []
+
+    def param(value: Any) -> str:
+        params.append(value)
+        return f"${len(params)}"
+
+    if filters.source_ids:
+        conditions.append(f"d.source_id = ANY({param(list(filters.source_ids))}::text[])")
+    if filters.document_ids:
+        conditions.append(f"d.id = ANY({param(list(filters.document_ids))}::text[])")
+    if filters.kinds:
+        conditions.append(f"s.kind = ANY({param(list(filters.kinds))}::text[])")
+    if filters.ingested_after:
+        conditions.append(f"d.updated_at >= {param(filters.ingested_after)}")
+    if filters.ingested_before:
+        conditions.append(f"d.updated_at < {param(filters.ingested_before)}")
+    if filters.metadata:
+        conditions.append(f"d.metadata @> {param(orjson.dumps(filters.metadata).decode())}::jsonb")
+    return "".join(f" AND {c}" for c in conditions)
+
+
+def _quote_lexeme(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+async def _learn_terms(conn: Connection, tenant: str, document_id: str) -> None:
+    await conn.execute(
+        "INSERT INTO lexicon (tenant, lexeme, df) "
+        "SELECT $1, u.lexeme, count(*) FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u "
+        "WHERE c.tenant = $1 AND c.document_id = $2 GROUP BY u.lexeme "
+        "ON CONFLICT (tenant, lexeme) DO UPDATE SET df = lexicon.df + excluded.df",
+        tenant,
+        document_id,
+    )
+    await conn.execute(
+        "INSERT INTO lexicon_totals (tenant, chunks, terms) "
+        "SELECT $1, count(*), coalesce(sum(term_count), 0) FROM chunks "
+        "WHERE tenant = $1 AND document_id = $2 "
+        "ON CONFLICT (tenant) DO UPDATE SET chunks = lexicon_totals.chunks + excluded.chunks, "
+        "terms = lexicon_totals.terms + excluded.terms",
+        tenant,
+        document_id,
+    )
+
+
+async def _forget_terms(conn: Connection, tenant: str, document_id: str) -> None:
+    await conn.execute(
+        "UPDATE lexicon l SET df = l.df - g.n FROM (SELECT u.lexeme, count(*) AS n "
+        "FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u "
+        "WHERE c.tenant = $1 AND c.document_id = $2 GROUP BY u.lexeme) g "
+        "WHERE l.tenant = $1 AND l.lexeme = g.lexeme",
+        tenant,
+        document_id,
+    )
+    await conn.execute("DELETE FROM lexicon WHERE tenant = $1 AND df <= 0", tenant)
+    await conn.execute(
+        "UPDATE lexicon_totals t SET chunks = t.chunks - g.n, terms = t.terms - g.terms "
+        "FROM (SELECT count(*) AS n, coalesce(sum(term_count), 0) AS terms FROM chunks "
+        "WHERE tenant = $1 AND document_id = $2) g WHERE t.tenant = $1",
+        tenant,
+        document_id,
+    )
+
+
+def _chunk_record(chunk: Chunk) -> dict[str, Any]:
+    return {
+        "position": chunk.position,
+        "text": chunk.text,
+        "char_start": chunk.start,
+        "char_end": chunk.end,
+        "page": chunk.page,
+        "start_seconds": chunk.start_seconds,
+        "end_seconds": chunk.end_seconds,
+        "heading_path": list(chunk.heading_path),
+        "embedding_prefix": chunk.embedding_prefix,
+    }
+
+
+def _document(row: asyncpg.Record) -> StoredDocument:
+    return StoredDocument(
+        id=row["id"],
+        source_id=row["source_id"],
+        uri=row["uri"],
+        title=row["title"],
+        mime_type=row["mime_type"],
+        content_hash=bytes(row["content_hash"]),
+        etag=row["etag"],
+        last_modified=row["last_modified"],
+        links=list(row["links"]),
+        fetched_at=row["fetched_at"],
+        chunk_count=row["chunk_count"],
+        metadata=orjson.loads(row["metadata"]),
+        notes=list(row["notes"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        text=row.get("text"),
+    )

@@ -1,0 +1,37 @@
+"""TrajectoryStore: all SQL of retrieval trajectories, what `explain_answer` replays."""
+
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+import orjson
+
+
+class TrajectoryStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def save(
+        self, tenant: str, trajectory_id: str, query: str, trace: dict[str, Any]
+    ) -> None:
+        await self._pool.execute(
+            "INSERT INTO retrievals (tenant, id, query, trace) VALUES ($1, $2, $3, $4::jsonb)",
+            tenant,
+            trajectory_id,
+            query,
+            orjson.dumps(trace).decode(),
+        )
+
+    async def get(self, tenant: str, trajectory_id: str) -> dict[str, Any] | None:
+        value = await self._pool.fetchval(
+            "SELECT trace FROM retrievals WHERE tenant = $1 AND id = $2", tenant, trajectory_id
+        )
+        return orjson.loads(value) if value is not None else None
+
+    async def forget_older_than(self, age: timedelta) -> int:
+        deleted = await self._pool.fetchval(
+            "WITH gone AS (DELETE FROM retrievals WHERE created_at < now() - $1::interval "
+            "RETURNING 1) SELECT count(*) FROM gone",
+            age,
+        )
+        return int(deleted or 0)

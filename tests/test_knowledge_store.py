@@ -1,0 +1,161 @@
+"""The knowledge store on a real PostgreSQL: documents, chunks, spaces, BM25 and dense search.
+
+Vectors here are synthetic (the store does not care where they come from); the skills' tests
+use the real embedder.
+"""
+
+import asyncpg
+import numpy as np
+import pytest
+
+from agentic_rag.knowledge.documents import Chunk, ExtractedDocument, Section
+from agentic_rag.knowledge.store import (
+    EmbeddingModelMismatch,
+    Filters,
+    KnowledgeStore,
+    Space,
+)
+
+DIM = 8
+
+
+def _doc(uri: str, *paragraphs: str, title: str = "T") -> tuple[ExtractedDocument, list[Chunk]]:
+    document = ExtractedDocument(
+        uri=uri, title=title, mime_type="text/plain", sections=[Section(p) for p in paragraphs]
+    )
+    chunks, offset = [], 0
+    for position, text in enumerate(paragraphs):
+        chunks.append(Chunk(position, text, offset, offset + len(text), token_count=len(text)))
+        offset += len(text) + 2
+    return document, chunks
+
+
+def _vectors(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.fixture
+async def store(pool: asyncpg.Pool) -> KnowledgeStore:
+    return KnowledgeStore(pool)
+
+
+@pytest.fixture
+async def space(store: KnowledgeStore) -> Space:
+    return await store.open_space("test-model", DIM)
+
+
+async def test_another_model_is_refused_with_the_reembed_command(
+    store: KnowledgeStore, space: Space
+) -> None:
+    assert await store.open_space("test-model", DIM) == space
+    with pytest.raises(EmbeddingModelMismatch, match="agentic-rag reembed"):
+        await store.open_space("other-model", 16)
+
+
+async def test_unchanged_content_is_not_rewritten_and_changed_content_replaces_chunks(
+    store: KnowledgeStore, space: Space, pool: asyncpg.Pool
+) -> None:
+    source = await store.upsert_source("acme", "text", "notes", "Notes", {})
+    document, chunks = _doc("notes", "alpha beta", "gamma delta")
+    first = await store.write_document("acme", source, document, chunks, _vectors(2, 1), space)
+    again = await store.write_document("acme", source, document, chunks, _vectors(2, 1), space)
+    assert (first.status, again.status) == ("created", "unchanged")
+    assert again.document_id == first.document_id
+    ids_before = await pool.fetch("SELECT id FROM chunks ORDER BY id")
+
+    changed, new_chunks = _doc("notes", "alpha beta", "epsilon", "zeta")
+    result = await store.write_document("acme", source, changed, new_chunks, _vectors(3, 2), space)
+    assert result.status == "updated" and result.document_id == first.document_id
+    rows = await pool.fetch("SELECT id, text FROM chunks ORDER BY position")
+    assert [r["text"] for r in rows] == ["alpha beta", "epsilon", "zeta"]
+    assert not {r["id"] for r in rows} & {r["id"] for r in ids_before}
+    assert await pool.fetchval("SELECT count(*) FROM chunk_embeddings") == 3
+    # The lexicon follows: 'gamma' is gone, 'epsilon' is known once.
+    lexicon = dict(await pool.fetch("SELECT lexeme, df FROM lexicon WHERE tenant = 'acme'"))
+    assert "gamma" not in lexicon and lexicon["epsilon"] == 1 and lexicon["alpha"] == 1
+    totals = await pool.fetchrow("SELECT chunks FROM lexicon_totals WHERE tenant = 'acme'")
+    assert totals["chunks"] == 3
+
+
+async def test_lexical_search_ranks_by_bm25_with_idf(store: KnowledgeStore, space: Space) -> None:
+    source = await store.upsert_source("acme", "text", "zoo", "", {})
+    paragraphs = [
+        "the cat sat on the mat with another cat",
+        "a dog and a cat played",
+        "the quokka is a small marsupial",
+        "cats and dogs and birds",
+        "dogs bark at night",
+    ]
+    document, chunks = _doc("zoo", *paragraphs)
+    await store.write_document("acme", source, document, chunks, _vectors(5, 3), space)
+    ids = {h.text: h.chunk_id for h in (await store.hits("acme", range(1, 100))).values()}
+
+    hits = await store.lexical("acme", "quokka cat", 10, Filters())
+    # 'quokka' is rare (df 1), 'cat' frequent (df 3 after stemming 'cats'): the rare word wins.
+    assert hits[0][0] == ids[paragraphs[2]]
+    assert {c for c, _ in hits} >= {ids[paragraphs[0]], ids[paragraphs[1]]}
+    # Term frequency counts: two 'cat's rank above one.
+    cat = [c for c, _ in await store.lexical("acme", "cat", 10, Filters())]
+    assert cat.index(ids[paragraphs[0]]) < cat.index(ids[paragraphs[1]])
+    assert await store.lexical("acme", "unicorn", 10, Filters()) == []
+    assert await store.lexical("other", "cat", 10, Filters()) == []
+
+
+async def test_dense_search_is_exact_for_a_small_tenant_among_many(
+    store: KnowledgeStore, space: Space
+) -> None:
+    big = await store.upsert_source("big", "text", "bulk", "", {})
+    small = await store.upsert_source("small", "text", "few", "", {})
+    bulk_texts = [f"bulk {i}" for i in range(300)]
+    bulk, bulk_chunks = _doc("bulk", *bulk_texts)
+    await store.write_document("big", big, bulk, bulk_chunks, _vectors(300, 4), space)
+    few, few_chunks = _doc("few", "one", "two", "three")
+    few_vectors = _vectors(3, 5)
+    await store.write_document("small", small, few, few_chunks, few_vectors, space)
+
+    hits = await store.dense("small", space, few_vectors[1], 10, Filters())
+    assert len(hits) == 3  # every chunk of the small tenant, none of the big one
+    texts = await store.hits("small", [c for c, _ in hits])
+    assert texts[hits[0][0]].text == "two" and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+async def test_filters_restrict_every_retriever(store: KnowledgeStore, space: Space) -> None:
+    a = await store.upsert_source("acme", "url", "https://a.example/", "", {})
+    b = await store.upsert_source("acme", "pdf", "b.pdf", "", {})
+    doc_a, chunks_a = _doc("https://a.example/x", "shared words here")
+    doc_a.metadata = {"team": "red"}
+    doc_b, chunks_b = _doc("b.pdf", "shared words there")
+    await store.write_document("acme", a, doc_a, chunks_a, _vectors(1, 6), space)
+    written = await store.write_document("acme", b, doc_b, chunks_b, _vectors(1, 7), space)
+    query = _vectors(1, 6)[0]
+    for filters in (
+        Filters(kinds=("pdf",)),
+        Filters(source_ids=(b,)),
+        Filters(document_ids=(written.document_id,)),
+    ):
+        for hits in (
+            await store.dense("acme", space, query, 10, filters),
+            await store.lexical("acme", "shared words", 10, filters),
+        ):
+            found = await store.hits("acme", [c for c, _ in hits])
+            assert [h.uri for h in found.values()] == ["b.pdf"], filters
+    red = await store.lexical("acme", "shared", 10, Filters(metadata={"team": "red"}))
+    assert [h.uri for h in (await store.hits("acme", [c for c, _ in red])).values()] == [
+        "https://a.example/x"
+    ]
+
+
+async def test_deleting_a_source_removes_its_documents_chunks_and_terms(
+    store: KnowledgeStore, space: Space, pool: asyncpg.Pool
+) -> None:
+    source = await store.upsert_source("acme", "text", "gone", "", {})
+    document, chunks = _doc("gone", "ephemeral words")
+    await store.write_document("acme", source, document, chunks, _vectors(1, 8), space)
+    assert await store.delete_source("other-tenant", source) is None
+    assert await store.delete_source("acme", source) == 1
+    assert await pool.fetchval("SELECT count(*) FROM chunks") == 0
+    assert await pool.fetchval("SELECT count(*) FROM chunk_embeddings") == 0
+    assert await pool.fetchval("SELECT count(*) FROM lexicon") == 0
+    assert await store.lexical("acme", "ephemeral", 5, Filters()) == []
