@@ -139,8 +139,8 @@ async def test_the_database_check_reports_pgvector_and_migrations(database_url: 
     assert "not created yet" in fresh["pgvector"].detail
     assert fresh["migrations"].status == "warn"
     assert fresh["migrations"].detail == (
-        "4 of 4 pending: 0001_a2a.sql, 0002_api_keys.sql, 0003_task_workers.sql, "
-        "0004_drop_unread_index.sql"
+        "5 of 5 pending: 0001_a2a.sql, 0002_api_keys.sql, 0003_task_workers.sql, "
+        "0004_drop_unread_index.sql, 0005_knowledge.sql"
     )
     assert "applies them at start" in fresh["migrations"].fix
 
@@ -149,7 +149,7 @@ async def test_the_database_check_reports_pgvector_and_migrations(database_url: 
         await migrate(conn)
         migrated = by_check(await run_checks(overrides))
         assert migrated["migrations"].status == "ok"
-        assert migrated["migrations"].detail == "all 4 applied"
+        assert migrated["migrations"].detail == "all 5 applied"
         assert migrated["pgvector"].detail.startswith("available (")
         assert "installed" in migrated["pgvector"].detail
 

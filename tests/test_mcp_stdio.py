@@ -70,20 +70,29 @@ def data() -> Iterator[Path]:
         yield path
 
 
-async def test_agentic_rag_mcp_serves_the_default_registry_from_a_data_dir(data: Path) -> None:
+async def test_agentic_rag_mcp_serves_the_product_from_a_data_dir(data: Path) -> None:
     server = StdioServerParameters(
         command=str(BIN / "agentic-rag"),
         args=["mcp", "--data-dir", str(data)],
         env=base_env(),
     )
     async with Client(server, mode="legacy") as client:  # desktop clients do the handshake
-        tools = (await client.list_tools()).tools
-        result = await client.call_tool("help", {})
-    assert [t.name for t in tools] == ["help"]
-    assert tools[0].input_schema == HelpInput.model_json_schema()
-    assert tools[0].output_schema == HelpOutput.model_json_schema(mode="serialization")
-    assert not result.is_error
-    assert HelpOutput.model_validate(result.structured_content).skills[0].name == "help"
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        helped = await client.call_tool("help", {"topic": "help"})
+        ingested = await client.call_tool(
+            "ingest_text",
+            {"text": "Otters hold hands while they sleep.", "title": "Otters"},
+        )
+        found = await client.call_tool("hybrid_retrieve", {"query": "sleeping otters"})
+    assert {"help", "hybrid_retrieve", "ingest_text", "ingest_url", "explain_answer"} <= set(tools)
+    assert tools["help"].input_schema == HelpInput.model_json_schema()
+    assert tools["help"].output_schema == HelpOutput.model_json_schema(mode="serialization")
+    assert not helped.is_error
+    assert HelpOutput.model_validate(helped.structured_content).skills[0].name == "help"
+    assert not ingested.is_error and ingested.structured_content is not None
+    assert ingested.structured_content["ingested"] == 1
+    assert found.structured_content is not None
+    assert found.structured_content["hits"][0]["provenance"]["title"] == "Otters"
     assert (data / "postgres").is_dir()  # the engine ran on the embedded database there
 
 

@@ -3,6 +3,9 @@
 import pytest
 from pydantic import BaseModel
 
+from agentic_rag.a2a.invocation import resolve
+from agentic_rag.a2a.schema import Message, Part, Role, TextPart
+from agentic_rag.knowledge.service import KnowledgeService
 from agentic_rag.skills import SkillContext, SkillRegistry
 from agentic_rag.skills.help import default_registry
 
@@ -56,7 +59,49 @@ def test_names_are_unique() -> None:
             return Out(greeting="")
 
 
-def test_the_product_ships_help_as_the_default_skill() -> None:
+def test_without_the_knowledge_engine_help_answers_plain_text() -> None:
     registry = default_registry()
     assert registry.default_skill == "help"
     assert [s.name for s in registry] == ["help"]
+
+
+def _unstarted() -> KnowledgeService:
+    raise AssertionError("resolving a message never runs a skill")
+
+
+def _resolve(registry: SkillRegistry, text: str) -> tuple[str, dict[str, object]]:
+    message = Message(
+        role=Role.user,
+        message_id="m",
+        kind="message",
+        parts=[Part(TextPart(kind="text", text=text))],
+    )
+    invocation = resolve(registry, [message])
+    return invocation.skill.name, invocation.arguments
+
+
+def test_the_product_answers_questions_and_ingests_bare_urls() -> None:
+    registry = default_registry(_unstarted)
+    assert registry.default_skill == "hybrid_retrieve"
+    assert {"help", "hybrid_retrieve", "ingest_url", "ingest_pdf", "explain_answer"} <= {
+        s.name for s in registry
+    }
+    assert _resolve(registry, "How do I reset it?") == (
+        "hybrid_retrieve",
+        {"query": "How do I reset it?"},
+    )
+    assert _resolve(registry, " https://docs.example.com/guide ") == (
+        "ingest_url",
+        {"url": "https://docs.example.com/guide"},
+    )
+    assert _resolve(registry, "ingest https://example.com/") == (
+        "ingest_url",
+        {"url": "https://example.com/"},
+    )
+    assert _resolve(registry, "https://youtu.be/dQw4w9WgXcQ") == (
+        "ingest_youtube",
+        {"video_url": "https://youtu.be/dQw4w9WgXcQ"},
+    )
+    # A URL inside a question is part of the question.
+    asked = "What does https://example.com/ say about pricing?"
+    assert _resolve(registry, asked) == ("hybrid_retrieve", {"query": asked})

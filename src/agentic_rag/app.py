@@ -72,7 +72,7 @@ class Engine:
         self.settings, self.registry = settings, registry
         self.transport = transport  # who can call: anyone who reaches the port, or one process
         self._serves_knowledge = knowledge
-        self._knowledge: "KnowledgeService | None" = None
+        self._knowledge: KnowledgeService | None = None
         self._stack = AsyncExitStack()  # undoes `start` in reverse, also when it fails halfway
 
     async def start(self) -> None:
@@ -228,12 +228,23 @@ def _jwt_verifier(settings: Settings) -> JWTVerifier | None:
     )
 
 
+def build_engine(
+    settings: Settings, registry: SkillRegistry | None = None, *, transport: Transport = "http"
+) -> Engine:
+    """The engine serving `registry`, or the product's own skills (the knowledge engine
+    with them) when `registry` is None."""
+    if registry is not None:
+        return Engine(settings, registry, transport=transport)
+    engine: Engine  # the product's skills reach the engine's knowledge service once it runs
+    product = default_registry(lambda: engine.knowledge)
+    engine = Engine(settings, product, knowledge=True, transport=transport)
+    return engine
+
+
 def build_app(settings: Settings | None = None, registry: SkillRegistry | None = None) -> Starlette:
     settings = settings or Settings()
-    serves_knowledge = registry is None
-    engine: Engine  # the product's skills reach the engine's knowledge service once it runs
-    registry = registry if registry is not None else default_registry(lambda: engine.knowledge)
-    engine = Engine(settings, registry, knowledge=serves_knowledge)
+    engine = build_engine(settings, registry)
+    registry = engine.registry
     a2a = A2AEndpoints(settings, engine)
     mcp = McpHttp(registry, settings)
     metrics = observed.Metrics()

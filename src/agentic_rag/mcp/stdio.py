@@ -18,7 +18,6 @@ from agentic_rag.mcp.bridge import bridge_server, describe, endpoint
 from agentic_rag.mcp.server import build_server, fixed_principal
 from agentic_rag.security.principal import LOCAL
 from agentic_rag.skills import SkillRegistry
-from agentic_rag.skills.help import default_registry
 
 URL_ENV = "AGENTIC_RAG_URL"
 API_KEY_ENV = "AGENTIC_RAG_API_KEY"
@@ -26,17 +25,18 @@ API_KEY_ENV = "AGENTIC_RAG_API_KEY"
 log = logging.getLogger(__name__)
 
 
-async def serve_local(settings: Settings, registry: SkillRegistry) -> None:
-    from agentic_rag.app import Engine  # app imports the MCP package: import here, not above
+async def serve_local(settings: Settings, registry: SkillRegistry | None) -> None:
+    """Serve `registry`'s skills, or the product's (None), with the engine in this process."""
+    from agentic_rag.app import build_engine  # app imports the MCP package: import here
 
     # The SDK points fd 1 at stderr while it serves, so whatever starts inside (the embedded
     # PostgreSQL too) writes its output there, never into the protocol on stdout.
     async with stdio_server() as (read, write):
-        engine = Engine(settings, registry, transport="stdio")
+        engine = build_engine(settings, registry, transport="stdio")
         await engine.start()
         try:
             server = build_server(
-                registry, fixed_principal(LOCAL), instructions=settings.agent_description
+                engine.registry, fixed_principal(LOCAL), instructions=settings.agent_description
             )
             await server.run(read, write, server.create_initialization_options())
         finally:
@@ -55,8 +55,7 @@ def run_stdio(settings: Settings | None = None, registry: SkillRegistry | None =
         if url:
             anyio.run(serve_bridge, url, os.environ.get(API_KEY_ENV) or None)
         else:
-            chosen = registry if registry is not None else default_registry()
-            anyio.run(serve_local, settings or Settings(), chosen)
+            anyio.run(serve_local, settings or Settings(), registry)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
