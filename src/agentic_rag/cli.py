@@ -1,4 +1,5 @@
-"""The command line: `agentic-rag serve | keys | mcp | doctor`, and `agentic-rag-mcp`.
+"""The command line: `agentic-rag serve | ingest | query | sources | reembed | keys | mcp |
+doctor`, and `agentic-rag-mcp`.
 
 What the user typed is checked by argparse (an option's value, with the rules of its setting)
 and by `Settings` (the environment too), before anything starts; what fails prints one line
@@ -8,9 +9,9 @@ and exits non-zero, never a traceback.
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
 from pathlib import Path
@@ -19,8 +20,9 @@ from typing import Annotated, Any
 from pydantic import TypeAdapter, ValidationError
 
 from agentic_rag.config import Settings, env_name, setting_errors
+from agentic_rag.knowledge.errors import EmbeddingError, EmbeddingModelMismatch
 from agentic_rag.security.api_keys import ApiKeyStore, check_tenant, checked_scopes
-from agentic_rag.storage.embedded import EmbeddedPostgres, EmbeddedPostgresError
+from agentic_rag.storage.embedded import EmbeddedPostgresError
 
 DESCRIPTION = (
     "agentic-rag: a knowledge agent. One server is an A2A (v0.2.1) agent and an MCP server "
@@ -96,16 +98,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 async def _with_keys(settings: Settings, action: Callable[[ApiKeyStore], Awaitable[int]]) -> int:
-    from agentic_rag.storage.postgres import connect
+    from agentic_rag.storage.database import open_database
 
-    async with AsyncExitStack() as stack:
-        dsn = settings.database_url
-        if dsn is None:
-            postgres = EmbeddedPostgres(settings.data_dir)
-            stack.push_async_callback(asyncio.to_thread, postgres.stop)
-            dsn = await asyncio.to_thread(postgres.start)
-        pool = await connect(dsn, size=2)
-        stack.push_async_callback(pool.close)
+    async with open_database(settings) as pool:
         return await action(ApiKeyStore(pool))
 
 
@@ -167,6 +162,39 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 # -- the parsers ------------------------------------------------------------------------------
+
+
+def _knowledge(args: argparse.Namespace) -> int:
+    """`ingest`, `query` and `sources`: on the server at --url, else on the local data."""
+    from agentic_rag.knowledge import commands
+    from agentic_rag.skill_client import LocalSkills, RemoteSkills, Skills
+
+    async def run() -> int:
+        skills: Skills
+        if args.url:
+            skills = RemoteSkills(args.url, args.api_key)
+        else:
+            skills = await LocalSkills(Settings(**_overrides(args)), args.tenant).start()
+        try:
+            if args.command == "ingest":
+                return await commands.ingest(
+                    skills, args.targets, depth=args.depth, max_pages=args.max_pages
+                )
+            if args.command == "query":
+                return await commands.query(
+                    skills, args.question, top_k=args.top_k, reranker=args.reranker
+                )
+            return await commands.sources(skills)
+        finally:
+            await skills.aclose()
+
+    return asyncio.run(run())
+
+
+def _reembed(args: argparse.Namespace) -> int:
+    from agentic_rag.knowledge.commands import reembed
+
+    return asyncio.run(reembed(Settings(**_overrides(args))))
 
 
 def _add_version(parser: argparse.ArgumentParser) -> None:
@@ -258,6 +286,59 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_mcp_options(mcp)
 
+    ingest = commands.add_parser(
+        "ingest",
+        help="ingest web pages, PDFs, text files and YouTube transcripts, with progress",
+        description="Ingest each TARGET: an http(s) URL (crawled from there), a YouTube URL, "
+        "a PDF, or a text or markdown file.",
+    )
+    ingest.add_argument("targets", nargs="+", metavar="TARGET", help="a URL or a file")
+    ingest.add_argument(
+        "--depth", type=int, default=1, help="link hops to follow from a URL (default 1)"
+    )
+    ingest.add_argument(
+        "--max-pages", type=int, default=50, help="pages to fetch at most per URL (default 50)"
+    )
+    query = commands.add_parser(
+        "query", help="ask the knowledge base; prints the answer and its numbered sources"
+    )
+    query.add_argument("question", help="the question, in quotes")
+    query.add_argument("--top-k", type=int, default=5, help="sources to cite (default 5)")
+    query.add_argument(
+        "--reranker",
+        choices=["rrf", "mmr", "cross-encoder", "llm"],
+        help="rerank the fused hits (default: none)",
+    )
+    sources = commands.add_parser("sources", help="list what the knowledge base holds")
+    for command in (ingest, query, sources):
+        _add_data_dir(command)
+        command.add_argument(
+            "--url",
+            default=os.environ.get("AGENTIC_RAG_URL"),
+            help="a running server to use instead of the local data (default AGENTIC_RAG_URL)",
+        )
+        command.add_argument(
+            "--api-key",
+            default=os.environ.get("AGENTIC_RAG_API_KEY"),
+            help="the API key for --url (default AGENTIC_RAG_API_KEY)",
+        )
+        command.add_argument(
+            "--tenant",
+            type=_tenant,
+            default="local",
+            help="the tenant whose data the local mode uses (default local)",
+        )
+        command.set_defaults(run=_knowledge, log_level="warning")
+    reembed = commands.add_parser(
+        "reembed",
+        help="re-embed every chunk with the configured embedding model, then switch to it",
+        description="Embeds every chunk with the model the settings configure "
+        "(AGENTIC_RAG_EMBEDDING_*), resumably, while servers keep searching the old vectors; "
+        "then switches searches to the new ones. Run it after changing the embedding model.",
+    )
+    _add_data_dir(reembed)
+    reembed.set_defaults(run=_reembed, log_level="warning")
+
     doctor = commands.add_parser(
         "doctor", help="check the configuration, database, models and port; say what to fix"
     )
@@ -289,6 +370,9 @@ def _run(args: argparse.Namespace) -> int:
     except EmbeddedPostgresError as failed:
         print(f"agentic-rag: {failed}", file=sys.stderr)
         return 1
+    except (EmbeddingModelMismatch, EmbeddingError) as refused:
+        print(f"agentic-rag: {refused}", file=sys.stderr)
+        return 2
     return result
 
 

@@ -80,7 +80,7 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
             log.info("data in %s", settings.data_dir.resolve())
         else:
             log.info("database from DATABASE_URL")
-        refusal = _exposure_refusal(settings, dsn)
+        refusal = _exposure_refusal(settings, dsn) or _embedding_refusal(settings, dsn)
         if refusal is not None:
             log.error("%s", refusal)
             raise SystemExit(REFUSED)
@@ -136,6 +136,15 @@ def _exposure_refusal(settings: Settings, dsn: str) -> str | None:
     if exposure_refusal(settings, enforced=configured) is None:
         return None
     return exposure_refusal(settings, enforced=asyncio.run(_active_api_keys(dsn)))
+
+
+def _embedding_refusal(settings: Settings, dsn: str) -> str | None:
+    """A store embedded with another model than the configured one (see `agentic-rag reembed`)."""
+    from agentic_rag.knowledge.service import configured_model
+    from agentic_rag.knowledge.store import active_space_of, model_mismatch
+
+    model, dimension = configured_model(settings)
+    return model_mismatch(asyncio.run(active_space_of(dsn)), model, dimension)
 
 
 async def _active_api_keys(dsn: str) -> bool:

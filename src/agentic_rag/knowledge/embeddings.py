@@ -26,6 +26,8 @@ from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tokenizers import Tokenizer
 
+from agentic_rag.knowledge.errors import EmbeddingError
+
 Vectors = npt.NDArray[np.float32]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -35,12 +37,6 @@ MAX_SEQ_LENGTH = 256
 tokenizer.json it ships says 128, which we override."""
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-
-
-class EmbeddingError(Exception):
-    """The embedder cannot produce vectors: a model file that fails its hash, an endpoint
-    that refuses the key, does not know the model, answers with the wrong dimension or
-    cannot be reached."""
 
 
 class Embedder(Protocol):

@@ -21,7 +21,7 @@ from youtube_transcript_api.proxies import GenericProxyConfig
 from agentic_rag.config import Settings
 from agentic_rag.knowledge.chunking import Chunker
 from agentic_rag.knowledge.documents import ExtractedDocument
-from agentic_rag.knowledge.embeddings import Embedder, build_embedder
+from agentic_rag.knowledge.embeddings import DIMENSION, MODEL_NAME, Embedder, build_embedder
 from agentic_rag.knowledge.ingestion import Ingestion, JobRun
 from agentic_rag.knowledge.jobs import JobFrontier, JobStore
 from agentic_rag.knowledge.llm import OpenAIChat
@@ -85,6 +85,13 @@ def embedder_from(settings: Settings) -> Embedder:
         max_tokens=settings.embedding_max_tokens,
         batch_size=settings.embedding_batch_size,
     )
+
+
+def configured_model(settings: Settings) -> tuple[str, int | None]:
+    """The embedding model the settings name, and its dimension if known without asking."""
+    if settings.embedding_provider == "local":
+        return MODEL_NAME, DIMENSION
+    return settings.embedding_model or "", settings.embedding_dimension
 
 
 class KnowledgeService:

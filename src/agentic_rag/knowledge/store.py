@@ -18,6 +18,7 @@ import orjson
 
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge.documents import Chunk, ExtractedDocument
+from agentic_rag.knowledge.errors import EmbeddingModelMismatch
 
 TEXT_SEARCH_CONFIG = "english"
 # Serialises lexicon updates of one tenant (two documents share words): no deadlocks, and the
@@ -31,10 +32,6 @@ Connection = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 # BM25 parameters (the usual defaults).
 BM25_K1 = 1.2
 BM25_B = 0.75
-
-
-class EmbeddingModelMismatch(RuntimeError):
-    """The store's vectors were made by another model than the one configured."""
 
 
 class UnknownSpace(RuntimeError):
@@ -174,13 +171,9 @@ class KnowledgeStore:
             if row is None:
                 return await self._create_space(conn, model, dimension, "active")
         space = _space(row)
-        if (space.model, space.dimension) != (model, dimension):
-            raise EmbeddingModelMismatch(
-                f"the knowledge store was embedded with {space.model} ({space.dimension} "
-                f"dimensions), but {model} ({dimension} dimensions) is configured: run "
-                "`agentic-rag reembed` with the new model to re-embed every chunk, or configure "
-                f"{space.model} again"
-            )
+        mismatch = model_mismatch(space, model, dimension)
+        if mismatch is not None:
+            raise EmbeddingModelMismatch(mismatch)
         return space
 
     async def _create_space(
@@ -681,6 +674,33 @@ class KnowledgeStore:
             "SELECT chunks FROM lexicon_totals WHERE tenant = $1", tenant
         )
         return int(value or 0)
+
+
+def model_mismatch(space: Space | None, model: str, dimension: int | None) -> str | None:
+    """Why a store whose vectors are `space` cannot serve `model` (None: it can). A `dimension`
+    of None (an endpoint not asked yet) matches any."""
+    if space is None or (space.model == model and dimension in (None, space.dimension)):
+        return None
+    size = f" ({dimension} dimensions)" if dimension else ""
+    return (
+        f"the knowledge store was embedded with {space.model} ({space.dimension} dimensions), "
+        f"but {model}{size} is configured: run `agentic-rag reembed` with the new model to "
+        f"re-embed every chunk, or configure {space.model} again"
+    )
+
+
+async def active_space_of(dsn: str) -> Space | None:
+    """The active space of the database at `dsn`, without migrating it (None if it has none)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        row = await conn.fetchrow(
+            "SELECT id, model, dimension, state FROM embedding_spaces WHERE state = 'active'"
+        )
+        return _space(row) if row else None
+    except asyncpg.UndefinedTableError:  # a database the knowledge engine never used
+        return None
+    finally:
+        await conn.close()
 
 
 def _space(row: asyncpg.Record | None) -> Space:

@@ -1,0 +1,122 @@
+"""The knowledge commands of the CLI: `agentic-rag ingest | query | sources | reembed`.
+
+`ingest`, `query` and `sources` call the skills (agentic_rag.skill_client), on the local data
+directory or on a running server; `reembed` works on the database itself.
+"""
+
+import base64
+import re
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from tqdm import tqdm
+
+from agentic_rag.config import Settings
+from agentic_rag.skill_client import SkillCallError, Skills, result_of
+
+_URL = re.compile(r"https?://\S+", re.IGNORECASE)
+_YOUTUBE = re.compile(r"(?:https?://)?(?:www\.|m\.)?(?:youtube\.com|youtu\.be)/\S+", re.IGNORECASE)
+TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".rst", ".text", ""}
+
+
+def ingestion_call(target: str, *, depth: int, max_pages: int) -> tuple[str, dict[str, Any]]:
+    """The skill and arguments that ingest `target`: a URL, a video, a PDF or a text file."""
+    if _YOUTUBE.fullmatch(target):
+        return "ingest_youtube", {"video_url": target}
+    if _URL.fullmatch(target):
+        return "ingest_url", {"url": target, "depth": depth, "max_pages": max_pages}
+    path = Path(target)
+    if not path.is_file():
+        raise SkillCallError(f"{target}: no such file, and not an http(s) URL")
+    if path.suffix.lower() == ".pdf":
+        data = base64.b64encode(path.read_bytes()).decode()
+        return "ingest_pdf", {"data": data, "filename": path.name}
+    if path.suffix.lower() not in TEXT_SUFFIXES:
+        raise SkillCallError(f"{target}: only PDFs and text or markdown files can be ingested")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SkillCallError(f"{target}: not UTF-8 text") from None
+    return "ingest_text", {"text": text, "title": path.name}
+
+
+async def ingest(
+    skills: Skills, targets: list[str], *, depth: int, max_pages: int, out: TextIO = sys.stdout
+) -> int:
+    failures = 0
+    for target in targets:
+        try:
+            skill, arguments = ingestion_call(target, depth=depth, max_pages=max_pages)
+            with tqdm(desc=target, unit=" step", file=sys.stderr, leave=False) as bar:
+
+                def advance(text: str, bar: "tqdm[Any]" = bar) -> None:
+                    bar.set_postfix_str(text[:80], refresh=False)
+                    bar.update()
+
+                task = await skills.call(skill, arguments, advance)
+            _, text = result_of(task)
+            print(text, file=out)
+        except SkillCallError as exc:
+            failures += 1
+            print(f"agentic-rag ingest: {exc}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+async def query(
+    skills: Skills, question: str, *, top_k: int, reranker: str | None, out: TextIO = sys.stdout
+) -> int:
+    arguments: dict[str, Any] = {"query": question, "top_k": top_k}
+    if reranker:
+        arguments["reranker"] = reranker
+    try:
+        _, text = result_of(await skills.call("hybrid_retrieve", arguments, lambda _: None))
+    except SkillCallError as exc:
+        print(f"agentic-rag query: {exc}", file=sys.stderr)
+        return 1
+    print(text, file=out)
+    return 0
+
+
+async def sources(skills: Skills, *, out: TextIO = sys.stdout) -> int:
+    try:
+        data, _ = result_of(await skills.call("list_sources", {}, lambda _: None))
+    except SkillCallError as exc:
+        print(f"agentic-rag sources: {exc}", file=sys.stderr)
+        return 1
+    if not data["sources"]:
+        print("no sources yet: agentic-rag ingest URL|FILE adds some", file=out)
+    for source in data["sources"]:
+        print(
+            f"{source['source_id']}  {source['kind']:<8} {source['documents']:>5} docs "
+            f"{source['chunks']:>7} chunks  {source['uri']}",
+            file=out,
+        )
+    return 0
+
+
+async def reembed(settings: Settings) -> int:
+    """Re-embed every chunk with the configured model, then switch searches to it."""
+    from agentic_rag.knowledge.reembed import ReembedProgress
+    from agentic_rag.knowledge.reembed import reembed as run
+    from agentic_rag.knowledge.service import embedder_from
+    from agentic_rag.knowledge.store import KnowledgeStore
+    from agentic_rag.storage.database import open_database
+
+    embedder = embedder_from(settings)
+    async with open_database(settings) as pool:
+        with tqdm(
+            desc=f"re-embedding with {embedder.name}", unit=" chunks", file=sys.stderr
+        ) as bar:
+
+            def report(progress: ReembedProgress) -> None:
+                bar.total = progress.total
+                bar.n = progress.done
+                bar.refresh()
+
+            try:
+                space = await run(KnowledgeStore(pool), embedder, report)
+            finally:
+                await embedder.aclose()
+    print(f"searches now use {space.model} ({space.dimension} dimensions)")
+    return 0
