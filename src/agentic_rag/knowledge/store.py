@@ -147,8 +147,11 @@ def content_hash(text: str) -> bytes:
 
 
 class KnowledgeStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, *, exact_search_max_chunks: int = EXACT_SEARCH_MAX_CHUNKS
+    ) -> None:
         self._pool = pool
+        self._exact_max = exact_search_max_chunks
 
     # -- embedding spaces ---------------------------------------------------------------
 
@@ -538,31 +541,33 @@ class KnowledgeStore:
         Small tenants and narrow filters are scanned exactly; otherwise the HNSW index is read
         with iterative scans, so that a tenant's rows are found however few they are.
         """
-        params: list[Any] = [space.id, tenant, query, limit]
+        params: list[Any] = [tenant, query, limit]
         where = _filter_sql(filters, params)
-        distance = f"e.embedding::{space.vector_type} <=> $3"
+        distance = f"e.embedding::{space.vector_type} <=> $2"
+        # The space is a literal, as in the partial index's predicate: with a parameter, a
+        # generic plan could not prove the predicate and would never use the index.
+        in_space = f"e.space = {int(space.id)}"
         async with self._pool.acquire() as conn, conn.transaction():
             size = await conn.fetchval(
                 "SELECT chunks FROM lexicon_totals WHERE tenant = $1", tenant
             )
-            exact = filters.narrow or (size or 0) <= EXACT_SEARCH_MAX_CHUNKS
+            exact = filters.narrow or (size or 0) <= self._exact_max
+            joins = _FILTER_JOINS if filters else ""
             if exact:
                 # MATERIALIZED keeps the planner from ordering by the index of all tenants.
-                joins = _FILTER_JOINS if filters else ""
                 sql = (
                     "WITH candidates AS MATERIALIZED (SELECT e.chunk_id, "
                     f"{distance} AS distance FROM chunk_embeddings e {joins} "
-                    f"WHERE e.space = $1 AND e.tenant = $2 {where}) "
-                    "SELECT chunk_id, distance FROM candidates ORDER BY distance LIMIT $4"
+                    f"WHERE {in_space} AND e.tenant = $1 {where}) "
+                    "SELECT chunk_id, distance FROM candidates ORDER BY distance LIMIT $3"
                 )
             else:
                 await conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(ef_search), limit)}")
                 await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 sql = (
-                    f"SELECT e.chunk_id, {distance} AS distance FROM chunk_embeddings e "
-                    f"{_FILTER_JOINS if filters else ''} "
-                    f"WHERE e.space = $1 AND e.tenant = $2 {where} "
-                    f"ORDER BY {distance} LIMIT $4"
+                    f"SELECT e.chunk_id, {distance} AS distance FROM chunk_embeddings e {joins} "
+                    f"WHERE {in_space} AND e.tenant = $1 {where} "
+                    f"ORDER BY {distance} LIMIT $3"
                 )
             rows = await conn.fetch(sql, *params)
         # relaxed_order may return rows slightly out of order: sort what came back.
