@@ -16,9 +16,12 @@ from tenacity import (
     wait_exponential,
 )
 
+from agentic_rag.skills import SkillError
 
-class LLMError(RuntimeError):
-    """The LLM endpoint failed or answered something unusable; the message says which."""
+
+class LLMError(SkillError):
+    """The LLM endpoint failed or answered something unusable; the message says which (the
+    skill that needed it fails with it)."""
 
 
 def _transient(exc: BaseException) -> bool:
