@@ -246,6 +246,20 @@ async def test_the_default_registry_is_served_too(database_url: str, data_dir: P
     assert text_of(result).startswith(output.how_to_call)
 
 
+async def test_without_the_knowledge_engine_there_are_no_resources_or_prompts(
+    sut: LiveServer,
+) -> None:
+    async with Client(mcp_url(sut)) as client:
+        resources = await client.list_resources()
+        templates = await client.list_resource_templates()
+        prompts = await client.list_prompts()
+        with pytest.raises(MCPError) as unread:
+            await client.read_resource("agentic-rag://documents/any")
+    assert (resources.resources, templates.resource_templates, prompts.prompts) == ([], [], [])
+    assert unread.value.code == types.INVALID_PARAMS
+    assert unread.value.message == "unknown resource 'agentic-rag://documents/any'"
+
+
 # -- tools/call ---------------------------------------------------------------------------
 
 

@@ -146,7 +146,13 @@ def test_stdio_in_process(data: Path) -> None:
     command = (str(BIN / "agentic-rag"), "mcp")
     listed = inspect(*command, "-e", f"AGENTIC_RAG_DATA_DIR={data}", "--method", "tools/list")
     assert listed.code == 0, listed.err
-    assert [tool["name"] for tool in listed.json["tools"]] == ["help"]
+    # The product's skills, resumable ones marked as able to run as MCP tasks.
+    tools = {tool["name"]: tool for tool in listed.json["tools"]}
+    assert {"help", "hybrid_retrieve", "ingest_text"} <= set(tools)
+    assert tools["ingest_text"]["execution"] == {"taskSupport": "optional"}
+    prompts = inspect(*command, "-e", f"AGENTIC_RAG_DATA_DIR={data}", "--method", "prompts/list")
+    assert prompts.code == 0, prompts.err
+    assert [p["name"] for p in prompts.json["prompts"]] == ["answer_with_citations"]
     called = inspect(
         *command,
         "-e",

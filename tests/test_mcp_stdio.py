@@ -76,14 +76,19 @@ async def test_agentic_rag_mcp_serves_the_product_from_a_data_dir(data: Path) ->
         args=["mcp", "--data-dir", str(data)],
         env=base_env(),
     )
+    progress = Progress()
     async with Client(server, mode="legacy") as client:  # desktop clients do the handshake
         tools = {t.name: t for t in (await client.list_tools()).tools}
         helped = await client.call_tool("help", {"topic": "help"})
         ingested = await client.call_tool(
             "ingest_text",
             {"text": "Otters hold hands while they sleep.", "title": "Otters"},
+            progress_callback=progress,
         )
         found = await client.call_tool("hybrid_retrieve", {"query": "sleeping otters"})
+        (resource,) = (await client.list_resources()).resources
+        (content,) = (await client.read_resource(resource.uri)).contents
+        (prompt,) = (await client.list_prompts()).prompts
     assert {"help", "hybrid_retrieve", "ingest_text", "ingest_url", "explain_answer"} <= set(tools)
     assert tools["help"].input_schema == HelpInput.model_json_schema()
     assert tools["help"].output_schema == HelpOutput.model_json_schema(mode="serialization")
@@ -93,6 +98,12 @@ async def test_agentic_rag_mcp_serves_the_product_from_a_data_dir(data: Path) ->
     assert ingested.structured_content["ingested"] == 1
     assert found.structured_content is not None
     assert found.structured_content["hits"][0]["provenance"]["title"] == "Otters"
+    # The ingestion ran as a task of the engine in this process, durable like an A2A one.
+    assert (progress.messages[0] or "").startswith("ingest_text runs as task ")
+    assert resource.title == "Otters"
+    assert isinstance(content, types.TextResourceContents)
+    assert content.text == "Otters hold hands while they sleep."
+    assert prompt.name == "answer_with_citations"
     assert (data / "postgres").is_dir()  # the engine ran on the embedded database there
 
 
@@ -280,6 +291,25 @@ async def test_the_bridge_cancels_the_call_on_the_server(bridged: Bridged, mode:
         seen = list(bridged.events)
         await anyio.sleep(0.5)
     assert bridged.events == seen and "finished" not in seen and len(seen) < 50
+
+
+async def test_the_bridge_forwards_resources_and_prompts(bridged: Bridged) -> None:
+    # The watched skills have no knowledge engine: no documents, no prompt, and upstream's
+    # refusals come back as they are.
+    async with bridged.client(mode="legacy") as client:
+        resources = await client.list_resources()
+        templates = await client.list_resource_templates()
+        prompts = await client.list_prompts()
+        with pytest.raises(MCPError) as unread:
+            await client.read_resource("agentic-rag://documents/nope")
+        with pytest.raises(MCPError) as unknown:
+            await client.get_prompt("answer_with_citations", {"question": "why?"})
+    assert (resources.resources, templates.resource_templates, prompts.prompts) == ([], [], [])
+    assert unread.value.code == unknown.value.code == types.INVALID_PARAMS
+    assert unread.value.message == "unknown resource 'agentic-rag://documents/nope'"
+    assert unknown.value.message == (
+        "unknown prompt 'answer_with_citations'; this server has: none"
+    )
 
 
 async def test_the_bridge_passes_on_a_missing_scope(bridged: Bridged) -> None:

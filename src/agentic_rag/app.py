@@ -244,9 +244,14 @@ def build_engine(
 def build_app(settings: Settings | None = None, registry: SkillRegistry | None = None) -> Starlette:
     settings = settings or Settings()
     engine = build_engine(settings, registry)
-    registry = engine.registry
     a2a = A2AEndpoints(settings, engine)
-    mcp = McpHttp(registry, settings)
+    mcp = McpHttp(
+        engine.registry,
+        settings,
+        tasks=lambda: engine.service,
+        # The product's skills (registry None) come with the knowledge engine.
+        knowledge=(lambda: engine.knowledge) if registry is None else None,
+    )
     metrics = observed.Metrics()
     health = HealthEndpoints(
         settings,

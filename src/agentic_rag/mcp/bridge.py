@@ -1,8 +1,10 @@
 """The stdio bridge: a desktop client's MCP session, answered by a running agentic-rag over HTTP.
 
 Desktop clients start their MCP servers as processes. Bridged, that process holds no data: it
-forwards `tools/list` and `tools/call` to the server's `/mcp` with the SDK client and the
-configured API key, so the desktop client works on the server's data, as that key's tenant.
+forwards the tools, resources and prompts requests to the server's `/mcp` with the SDK client
+and the configured API key, so the desktop client works on the server's data, as that key's
+tenant. (MCP tasks are not forwarded: the bridge does not declare them, so clients do not
+ask for them; a long call is durable all the same, as the server runs it as a task.)
 Progress comes back as progress; a question the server asks (a 2026-07-28 `input_required`
 result) is passed on to a client of that era, or asked with an elicitation request of the
 client's own session, and the answer is sent back in a retry of the call.
@@ -25,8 +27,9 @@ from mcp.server import Server
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
+from agentic_rag.mcp.access import Context
 from agentic_rag.mcp.elicitation import ANSWER, cannot_ask
-from agentic_rag.mcp.server import MAX_ROUNDS, Context, elicitation_channel
+from agentic_rag.mcp.server import MAX_ROUNDS, elicitation_channel
 
 API_KEY_HEADER = "X-API-Key"
 
@@ -105,7 +108,7 @@ class Upstream:
 
 
 class Bridge:
-    """The `tools/list` and `tools/call` handlers of the stdio side, answered upstream."""
+    """The tools, resources and prompts handlers of the stdio side, answered upstream."""
 
     def __init__(self, upstream: Upstream) -> None:
         self._upstream = upstream
@@ -116,6 +119,45 @@ class Bridge:
         page = types.PaginatedRequestParams(cursor=params.cursor if params else None)
         listed = await self._upstream.ask(lambda session: session.list_tools(params=page))
         return types.ListToolsResult(tools=listed.tools, next_cursor=listed.next_cursor)
+
+    async def list_resources(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        page = types.PaginatedRequestParams(cursor=params.cursor if params else None)
+        listed = await self._upstream.ask(lambda session: session.list_resources(params=page))
+        return types.ListResourcesResult(resources=listed.resources, next_cursor=listed.next_cursor)
+
+    async def list_resource_templates(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        page = types.PaginatedRequestParams(cursor=params.cursor if params else None)
+        listed = await self._upstream.ask(
+            lambda session: session.list_resource_templates(params=page)
+        )
+        return types.ListResourceTemplatesResult(
+            resource_templates=listed.resource_templates, next_cursor=listed.next_cursor
+        )
+
+    async def read_resource(
+        self, ctx: Context, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        read = await self._upstream.ask(lambda session: session.read_resource(params.uri))
+        return types.ReadResourceResult(contents=read.contents)
+
+    async def list_prompts(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        page = types.PaginatedRequestParams(cursor=params.cursor if params else None)
+        listed = await self._upstream.ask(lambda session: session.list_prompts(params=page))
+        return types.ListPromptsResult(prompts=listed.prompts, next_cursor=listed.next_cursor)
+
+    async def get_prompt(
+        self, ctx: Context, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        got = await self._upstream.ask(
+            lambda session: session.get_prompt(params.name, params.arguments)
+        )
+        return types.GetPromptResult(description=got.description, messages=got.messages)
 
     async def call_tool(
         self, ctx: Context, params: types.CallToolRequestParams
@@ -212,4 +254,9 @@ async def bridge_server(url: str, api_key: str | None) -> AsyncIterator[Server[A
             instructions=upstream.instructions,
             on_list_tools=bridge.list_tools,
             on_call_tool=bridge.call_tool,
+            on_list_resources=bridge.list_resources,
+            on_list_resource_templates=bridge.list_resource_templates,
+            on_read_resource=bridge.read_resource,
+            on_list_prompts=bridge.list_prompts,
+            on_get_prompt=bridge.get_prompt,
         )

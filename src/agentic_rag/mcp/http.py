@@ -24,7 +24,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from agentic_rag.config import Settings
-from agentic_rag.mcp.server import build_server, principal_from_http
+from agentic_rag.mcp.access import principal_from_http
+from agentic_rag.mcp.durable import TaskServiceFor
+from agentic_rag.mcp.resources import KnowledgeFor
+from agentic_rag.mcp.server import build_server
 from agentic_rag.skills import SkillRegistry
 
 PATH = "/mcp"
@@ -118,11 +121,23 @@ _STATELESS_NOISE = _StatelessNoise()
 class McpHttp:
     """The MCP endpoint of the app: mount `app` last, and run `run()` in the app's lifespan."""
 
-    def __init__(self, registry: SkillRegistry, settings: Settings) -> None:
+    def __init__(
+        self,
+        registry: SkillRegistry,
+        settings: Settings,
+        *,
+        tasks: TaskServiceFor,
+        knowledge: KnowledgeFor | None,
+    ) -> None:
+        """`tasks` and `knowledge` give the engine's services once it runs (see build_server)."""
         for name in _StatelessNoise.LOGGERS:
             logging.getLogger(name).addFilter(_STATELESS_NOISE)  # adds an instance only once
         self.server: Server[Any] = build_server(
-            registry, principal_from_http, instructions=settings.agent_description
+            registry,
+            principal_from_http,
+            tasks=tasks,
+            knowledge=knowledge,
+            instructions=settings.agent_description,
         )
         security = transport_security(settings)
         self._managers = [

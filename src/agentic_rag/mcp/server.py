@@ -1,26 +1,38 @@
-"""The MCP server built from the skills registry: every skill is a tool (docs/clients.md).
+"""The MCP server built from the skills registry (docs/clients.md): every skill is a tool;
+with the knowledge engine, documents are resources and `answer_with_citations` a prompt.
 
 Built on the SDK's low-level `Server` rather than `MCPServer`: `MCPServer` derives a tool's
 schemas from a Python signature, while a skill already has its input and output models, and
 the tool must show exactly their JSON schemas.
+
+A call of a resumable skill (a long ingestion) runs as an A2A task of the engine (durable.py),
+and handshake-era clients may run it as an MCP task (tasks.py); other calls run in-process.
 """
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 import anyio
 import mcp.types as types
-from mcp.server import Server, ServerRequestContext
+from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from pydantic import BaseModel
 
+from agentic_rag.mcp.access import Context, PrincipalFor, require
+from agentic_rag.mcp.calls import (
+    ArgumentsError,
+    find_skill,
+    tool_error,
+    tool_result,
+    validate_arguments,
+)
 from agentic_rag.mcp.context import McpSkillContext, ProgressSteps
+from agentic_rag.mcp.durable import DurableCalls, TaskServiceFor
 from agentic_rag.mcp.elicitation import (
     Declined,
     Gathered,
@@ -31,9 +43,11 @@ from agentic_rag.mcp.elicitation import (
     merge,
     question_for,
 )
+from agentic_rag.mcp.prompts import CitationPrompt
+from agentic_rag.mcp.resources import DocumentResources, KnowledgeFor
+from agentic_rag.mcp.tasks import EXECUTION, McpTasks, TaskServer
 from agentic_rag.observability import metrics as observed
-from agentic_rag.security.auth import FORBIDDEN
-from agentic_rag.security.principal import Principal, principal_of
+from agentic_rag.security.principal import Principal
 from agentic_rag.skills import InputRequired, Skill, SkillError, SkillRegistry
 
 log = logging.getLogger(__name__)
@@ -43,22 +57,6 @@ MAX_ROUNDS = 10
 
 # The key of the one elicitation an InputRequiredResult carries.
 INPUT_KEY = "input"
-
-Context = ServerRequestContext[Any, Any]
-PrincipalFor = Callable[[Context], Principal]
-
-
-def principal_from_http(ctx: Context) -> Principal:
-    """The principal the authentication middleware put on the HTTP request of this call."""
-    request = ctx.request
-    if not isinstance(request, Request):
-        raise RuntimeError("an MCP request over HTTP came without its HTTP request")
-    return principal_of(request.scope)
-
-
-def fixed_principal(principal: Principal) -> PrincipalFor:
-    """Every call is `principal`'s: stdio, where the process owner is the caller."""
-    return lambda ctx: principal
 
 
 def input_schema(skill: Skill) -> dict[str, Any]:
@@ -76,41 +74,8 @@ def tool_for(skill: Skill) -> types.Tool:
         description=skill.description,
         input_schema=input_schema(skill),
         output_schema=output_schema(skill),
-    )
-
-
-class ArgumentsError(Exception):
-    """The arguments are present but wrong: the call ends `isError` with this message."""
-
-
-def validate_arguments(skill: Skill, arguments: dict[str, Any]) -> BaseModel:
-    """The skill's input, or `InputRequired` naming what is missing (asked for like `ctx.ask`)."""
-    try:
-        return skill.input_model.model_validate(arguments)
-    except ValidationError as exc:
-        errors = exc.errors()
-        missing = [_field(e["loc"]) for e in errors if e["type"] == "missing"]
-        if len(missing) == len(errors):
-            raise InputRequired(
-                f"Which {', '.join(missing)} should tool {skill.name!r} use?", missing
-            ) from None
-        problems = "; ".join(f"{_field(e['loc'])}: {e['msg']}" for e in errors)
-        raise ArgumentsError(f"invalid arguments for tool {skill.name!r}: {problems}") from None
-
-
-def _field(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(p) for p in loc) or "arguments"
-
-
-def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-
-
-def _result(skill: Skill, output: BaseModel) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=skill.readable(output))],
-        # by_alias: the output schema names fields by alias, as pydantic's schemas do.
-        structured_content=output.model_dump(mode="json", by_alias=True),
+        # A resumable skill runs as a task (durable.py), which 2025-11-25 clients may poll.
+        execution=EXECUTION if skill.resumable else None,
     )
 
 
@@ -172,20 +137,11 @@ class InFlight:
 class SkillTools:
     """The `tools/list` and `tools/call` handlers over a registry."""
 
-    def __init__(self, registry: SkillRegistry, principal_for: PrincipalFor) -> None:
-        self.registry, self._principal_for = registry, principal_for
+    def __init__(
+        self, registry: SkillRegistry, principal_for: PrincipalFor, durable: DurableCalls
+    ) -> None:
+        self.registry, self._principal_for, self._durable = registry, principal_for, durable
         self._in_flight = InFlight()
-
-    def _require(self, ctx: Context, scope: str, method: str) -> Principal:
-        principal = self._principal_for(ctx)
-        if not principal.allows(scope):
-            # The same code and words as A2A's refusal (security/auth.py, docs/security.md).
-            raise MCPError(
-                FORBIDDEN,
-                f"this credential lacks the scope {scope!r} that {method} needs",
-                data={"required_scope": scope, "granted_scopes": sorted(principal.scopes)},
-            )
-        return principal
 
     def input_schema_of(self, name: str) -> dict[str, Any] | None:
         skill = self.registry.get(name)
@@ -194,13 +150,13 @@ class SkillTools:
     async def list_tools(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        self._require(ctx, "read", "tools/list")
+        require(self._principal_for(ctx), "read", "tools/list")
         return types.ListToolsResult(tools=[tool_for(skill) for skill in self.registry])
 
     async def call_tool(
         self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        principal = self._require(ctx, "write", "tools/call")
+        principal = require(self._principal_for(ctx), "write", "tools/call")
         stateless_handshake = (
             ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
             and not ctx.session.can_send_request
@@ -210,7 +166,7 @@ class SkillTools:
         with self._in_flight.track(_call_key(principal, ctx.request_id)) as scope, scope:
             return await self._call_tool(ctx, params, principal)
         # Cancelled: the client no longer waits for an answer, but the SDK sends one.
-        return _error(f"tool {params.name!r} was cancelled by the client")
+        return tool_error(f"tool {params.name!r} was cancelled by the client")
 
     async def cancelled(self, ctx: Context, params: types.CancelledNotificationParams) -> None:
         """`notifications/cancelled`: stop the call it names, if this process runs it."""
@@ -220,12 +176,7 @@ class SkillTools:
     async def _call_tool(
         self, ctx: Context, params: types.CallToolRequestParams, principal: Principal
     ) -> types.CallToolResult | types.InputRequiredResult:
-        skill = self.registry.get(params.name)
-        if skill is None:
-            known = ", ".join(s.name for s in self.registry)
-            raise MCPError(
-                types.INVALID_PARAMS, f"unknown tool {params.name!r}; this server has: {known}"
-            )
+        skill = find_skill(self.registry, params.name)
         gathered, rounds = Gathered.first(skill, params.arguments or {}), 0
         if params.request_state is not None:
             # A 2026-07-28 retry: what earlier rounds gathered, plus this round's answer.
@@ -234,42 +185,50 @@ class SkillTools:
             try:
                 gathered = merge(previous.gathered, previous.fields, previous.message, answer)
             except Declined as exc:
-                return _error(str(exc))
+                return tool_error(str(exc))
             rounds = previous.rounds
         steps = ProgressSteps(ctx.session.report_progress)
         while True:
             try:
-                return _result(skill, await self._run(skill, gathered, principal.tenant, steps))
+                if skill.resumable:
+                    validate_arguments(skill, gathered.arguments)  # asks for what is missing
+                    return await self._durable.call(
+                        skill, gathered.arguments, principal.tenant, steps
+                    )
+                output = await self._run(skill, gathered, principal.tenant, steps)
+                return tool_result(skill, output)
             except InputRequired as needed:
                 question = question_for(skill, needed)
                 if question is None:
                     reason = "a form cannot hold those arguments"
-                    return _error(cannot_ask(skill.name, needed.question, needed.missing, reason))
+                    return tool_error(
+                        cannot_ask(skill.name, needed.question, needed.missing, reason)
+                    )
                 rounds += 1
                 if rounds > MAX_ROUNDS:
-                    return _error(
+                    return tool_error(
                         f"tool {skill.name!r} still needs input after {MAX_ROUNDS} answers"
                     )
                 channel = elicitation_channel(ctx)
                 if channel == "input-required":
                     return _input_required(skill, gathered, question, rounds)
                 if channel != "request":
-                    return _error(
+                    return tool_error(
                         cannot_ask(skill.name, question.message, question.fields, channel)
                     )
                 try:
                     gathered = await _ask(ctx, gathered, question)
                 except Declined as exc:
-                    return _error(str(exc))
+                    return tool_error(str(exc))
             except SkillError as exc:
-                return _error(f"tool {skill.name!r} failed: {exc}")
+                return tool_error(f"tool {skill.name!r} failed: {exc}")
             except ArgumentsError as exc:
-                return _error(str(exc))
+                return tool_error(str(exc))
             except Exception:
                 # The exception's text may carry internals: it stays in the log, under a reference.
                 ref = uuid.uuid4().hex[:12]
                 log.exception("tool %r failed unexpectedly (ref %s)", skill.name, ref)
-                return _error(
+                return tool_error(
                     f"tool {skill.name!r} failed with an internal error (ref {ref}); "
                     "the server log has the details"
                 )
@@ -326,19 +285,36 @@ def _version() -> str:
 
 
 def build_server(
-    registry: SkillRegistry, principal_for: PrincipalFor, *, instructions: str | None = None
+    registry: SkillRegistry,
+    principal_for: PrincipalFor,
+    *,
+    tasks: TaskServiceFor,
+    knowledge: KnowledgeFor | None,
+    instructions: str | None = None,
 ) -> Server[Any]:
-    """An MCP server whose tools are the skills of `registry`, each called as `principal_for`."""
-    tools = SkillTools(registry, principal_for)
-    server: Server[Any] = Server(
+    """An MCP server whose tools are the skills of `registry`, each called as `principal_for`.
+
+    `tasks` gives the engine's task service, which runs the calls of resumable skills;
+    `knowledge` its knowledge service, whose documents are resources (None: no documents).
+    """
+    tools = SkillTools(registry, principal_for, DurableCalls(tasks))
+    documents = DocumentResources(knowledge, principal_for)
+    prompt = CitationPrompt(registry, principal_for)
+    server = TaskServer(
         "agentic-rag",
         version=_version(),
         instructions=instructions,
         get_tool_input_schema=tools.input_schema_of,
         on_list_tools=tools.list_tools,
         on_call_tool=tools.call_tool,
+        on_list_resources=documents.list_resources,
+        on_list_resource_templates=documents.list_templates,
+        on_read_resource=documents.read,
+        on_list_prompts=prompt.list_prompts,
+        on_get_prompt=prompt.get_prompt,
     )
     server.add_notification_handler(
         "notifications/cancelled", types.CancelledNotificationParams, tools.cancelled
     )
+    McpTasks(registry, tasks, principal_for).install(server)
     return server

@@ -14,8 +14,9 @@ import anyio
 from mcp.server.stdio import stdio_server
 
 from agentic_rag.config import Settings
+from agentic_rag.mcp.access import fixed_principal
 from agentic_rag.mcp.bridge import bridge_server, describe, endpoint
-from agentic_rag.mcp.server import build_server, fixed_principal
+from agentic_rag.mcp.server import build_server
 from agentic_rag.security.principal import LOCAL
 from agentic_rag.skills import SkillRegistry
 
@@ -36,7 +37,12 @@ async def serve_local(settings: Settings, registry: SkillRegistry | None) -> Non
         await engine.start()
         try:
             server = build_server(
-                engine.registry, fixed_principal(LOCAL), instructions=settings.agent_description
+                engine.registry,
+                fixed_principal(LOCAL),
+                tasks=lambda: engine.service,
+                # The product's skills (registry None) come with the knowledge engine.
+                knowledge=(lambda: engine.knowledge) if registry is None else None,
+                instructions=settings.agent_description,
             )
             await server.run(read, write, server.create_initialization_options())
         finally:

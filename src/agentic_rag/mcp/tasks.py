@@ -1,0 +1,207 @@
+"""MCP tasks (protocol 2025-11-25) over A2A tasks: the same task, seen by either protocol.
+
+A `tools/call` of a resumable tool (`execution.taskSupport: "optional"`) that carries `task`
+params is answered at once with a `CreateTaskResult` whose task id is the id of the A2A task
+that runs the call. `tasks/get` shows its status, `tasks/result` waits for its end and
+answers what the call would have, and `tasks/cancel` cancels it, as A2A's `tasks/cancel`
+does. A task is its tenant's: another tenant's task id answers like an unknown one.
+
+The SDK (mcp 2.3) has the types of tasks but dispatches none of it: it checks every
+`tools/call` result against `CallToolResult`, which a `CreateTaskResult` is not, so the
+task-augmented call is answered by a server middleware, whose results the SDK sends as they
+are; the `tasks/*` methods are request handlers of their own; and the `tasks` capability is
+added to the capabilities the SDK derives (`TaskServer`).
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+import mcp.types as types
+from mcp.server import Server
+from mcp.server.context import CallNext, HandlerResult
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.shared.exceptions import MCPError
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from agentic_rag.a2a import states
+from agentic_rag.a2a.errors import InvalidParamsError, TaskNotCancelableError, TaskNotFoundError
+from agentic_rag.a2a.invocation import resolve
+from agentic_rag.a2a.schema import Task as A2ATask
+from agentic_rag.a2a.schema import TaskState
+from agentic_rag.mcp.access import Context, PrincipalFor, require
+from agentic_rag.mcp.calls import ArgumentsError, find_skill, validate_arguments
+from agentic_rag.mcp.durable import TaskServiceFor, create_task, created_at, outcome, status_text
+from agentic_rag.skills import InputRequired, Skill, SkillRegistry
+
+# The protocol version whose core defines tasks (2026-07-28 moved them to an extension).
+TASKS_VERSION = "2025-11-25"
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+IMMEDIATE_RESPONSE = "io.modelcontextprotocol/model-immediate-response"
+POLL_INTERVAL_MS = 1000
+
+EXECUTION = types.ToolExecution(task_support="optional")
+CAPABILITY = types.ServerTasksCapability(
+    cancel=types.TasksCancelCapability(),
+    requests=types.ServerTasksRequestsCapability(
+        tools=types.TasksToolsCapability(call=types.TasksCallCapability())
+    ),
+)
+
+STATUS: dict[TaskState, types.TaskStatus] = {
+    TaskState.submitted: "working",
+    TaskState.working: "working",
+    TaskState.input_required: "input_required",
+    TaskState.auth_required: "input_required",
+    TaskState.completed: "completed",
+    TaskState.failed: "failed",
+    TaskState.rejected: "failed",
+    TaskState.canceled: "cancelled",
+    TaskState.unknown: "failed",  # nothing moves a task on from `unknown`
+}
+
+
+class TaskServer(Server[Any]):
+    """The SDK's server, declaring the `tasks` capability to handshake-era clients."""
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        capabilities = super().get_capabilities(
+            notification_options,
+            experimental_capabilities,
+            extensions,
+            protocol_version=protocol_version,
+        )
+        if protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return capabilities
+        return capabilities.model_copy(update={"tasks": CAPABILITY})
+
+
+def mcp_task(task: A2ATask) -> dict[str, Any]:
+    """The MCP task status of an A2A task, as the wire has it (`ttl: null`: kept for good)."""
+    updated = task.status.timestamp or states.now()
+    status = types.Task(
+        task_id=task.id,
+        status=STATUS[task.status.state],
+        status_message=status_text(task) or None,
+        created_at=created_at(task) or updated,
+        last_updated_at=updated,
+        ttl=None,
+        poll_interval=POLL_INTERVAL_MS,
+    )
+    return {**status.model_dump(by_alias=True, mode="json", exclude_none=True), "ttl": None}
+
+
+class McpTasks:
+    """The task-augmented `tools/call` and the `tasks/get`, `tasks/result`, `tasks/cancel`
+    handlers, over the engine's A2A task service."""
+
+    def __init__(
+        self, registry: SkillRegistry, tasks: TaskServiceFor, principal_for: PrincipalFor
+    ) -> None:
+        self.registry, self._tasks, self._principal_for = registry, tasks, principal_for
+
+    def install(self, server: Server[Any]) -> None:
+        server.add_request_handler("tasks/get", types.GetTaskRequestParams, self.get)
+        server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, self.result)
+        server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, self.cancel)
+        server.middleware.append(self.intercept)  # innermost: the SDK's tracing still wraps it
+
+    async def intercept(self, ctx: Context, call_next: CallNext) -> HandlerResult:
+        """Answer a task-augmented `tools/call` with a `CreateTaskResult`; pass the rest on."""
+        params = ctx.params
+        if (
+            ctx.method != "tools/call"
+            or ctx.protocol_version != TASKS_VERSION
+            or not isinstance(params, Mapping)
+            or params.get("task") is None
+        ):
+            return await call_next(ctx)
+        return await self.create(ctx, types.CallToolRequestParams.model_validate(params))
+
+    async def create(self, ctx: Context, params: types.CallToolRequestParams) -> dict[str, Any]:
+        principal = require(self._principal_for(ctx), "write", "tools/call")
+        skill = find_skill(self.registry, params.name)
+        if not skill.resumable:
+            # The spec's answer to a task-augmented call of a tool whose taskSupport forbids it.
+            raise MCPError(
+                types.METHOD_NOT_FOUND,
+                f"tool {skill.name!r} does not run as a task (execution.taskSupport is "
+                "forbidden): call it without `task`",
+            )
+        arguments = params.arguments or {}
+        try:
+            validate_arguments(skill, arguments)
+        except InputRequired as needed:
+            # A task cannot ask its question before the caller has the task to answer on.
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"tool {skill.name!r} needs the arguments {', '.join(needed.missing)}",
+            ) from None
+        except ArgumentsError as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        accepted = await create_task(
+            self._tasks(), principal.tenant, skill, arguments, reply="created"
+        )
+        return {
+            "task": mcp_task(accepted.snapshot),
+            "_meta": {
+                IMMEDIATE_RESPONSE: f"{skill.name} started as task {accepted.snapshot.id}; "
+                "its result comes with tasks/result."
+            },
+        }
+
+    async def get(self, ctx: Context, params: types.GetTaskRequestParams) -> dict[str, Any]:
+        principal = require(self._principal_for(ctx), "read", "tasks/get")
+        return mcp_task(await self._load(principal.tenant, params.task_id))
+
+    async def result(
+        self, ctx: Context, params: types.GetTaskPayloadRequestParams
+    ) -> dict[str, Any]:
+        """What the task's call answers, once the task has ended (or waits for input)."""
+        principal = require(self._principal_for(ctx), "read", "tasks/result")
+        task = await self._load(principal.tenant, params.task_id)
+        if not states.is_final(task.status.state):
+            # Ends once the task is final or paused; the service follows it on any worker.
+            async for _ in self._tasks().follow(principal.tenant, task.id, None):
+                pass
+            task = await self._load(principal.tenant, task.id)
+        result = outcome(self._skill_of(task), task)
+        return {
+            **result.model_dump(by_alias=True, mode="json", exclude_none=True),
+            "_meta": {RELATED_TASK: {"taskId": task.id}},
+        }
+
+    async def cancel(self, ctx: Context, params: types.CancelTaskRequestParams) -> dict[str, Any]:
+        principal = require(self._principal_for(ctx), "write", "tasks/cancel")
+        try:
+            task = await self._tasks().cancel(principal.tenant, params.task_id)
+        except TaskNotFoundError:
+            raise _unknown(params.task_id) from None
+        except TaskNotCancelableError as exc:
+            raise MCPError(types.INVALID_PARAMS, f"cannot cancel: {exc.message}") from None
+        return mcp_task(task)
+
+    async def _load(self, tenant: str, task_id: str) -> A2ATask:
+        try:
+            return await self._tasks().get(tenant, task_id)
+        except TaskNotFoundError:
+            raise _unknown(task_id) from None
+
+    def _skill_of(self, task: A2ATask) -> Skill:
+        try:
+            return resolve(self.registry, task.history or []).skill
+        except InvalidParamsError as exc:
+            raise MCPError(
+                types.INVALID_PARAMS, f"task {task.id} runs no tool of this server: {exc.message}"
+            ) from None
+
+
+def _unknown(task_id: str) -> MCPError:
+    # The spec's code for an unknown task id; another tenant's task answers the same.
+    return MCPError(types.INVALID_PARAMS, f"no task {task_id!r}")
