@@ -116,8 +116,8 @@ class Settings(BaseSettings):
 
     agent_name: str = Field("agentic-rag", description="The Agent Card's `name`.")
     agent_description: str = Field(
-        "A knowledge agent: ask what it can do with plain text, or call a skill with a DataPart "
-        '{"skill": name, "arguments": {...}}.',
+        "A knowledge agent: ask a question in plain text, send a URL to ingest it, or call a "
+        'skill with a DataPart {"skill": name, "arguments": {...}} (the skill help lists them).',
         description="The Agent Card's `description`.",
     )
 

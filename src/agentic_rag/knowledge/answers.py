@@ -11,7 +11,7 @@ NOTHING_FOUND = "Nothing in the knowledge base matches this question."
 QUOTE_CHARACTERS = 400
 QUOTED_PASSAGES = 3
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")  # sentences, and headings apart
 _WORD = re.compile(r"\w+")
 
 ANSWER_INSTRUCTIONS = (

@@ -65,7 +65,7 @@ from agentic_rag.knowledge.sources.youtube import (
 )
 from agentic_rag.knowledge.store import KnowledgeStore, Space, StoredDocument
 from agentic_rag.knowledge.trajectories import TrajectoryStore
-from agentic_rag.security.ssrf import SSRFGuard
+from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
 from agentic_rag.skills import SkillError
 
 log = logging.getLogger(__name__)
@@ -206,6 +206,11 @@ class KnowledgeService:
                 limits=self._fetch_limits(),
             )
             self.guard.check_shape(request.url)
+        except UnsafeURLError as exc:
+            raise SkillError(
+                f"{exc}; an intranet's addresses can be allowed with the setting "
+                "AGENTIC_RAG_INGEST_ALLOW_PRIVATE"
+            ) from None
         except ValueError as exc:
             raise SkillError(str(exc)) from None
 
