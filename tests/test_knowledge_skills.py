@@ -121,6 +121,13 @@ def test_rerankers_and_the_ones_that_are_not_configured(
     explained = output(alpha.skill("explain_answer", trajectory_id=mmr["trajectory_id"]))
     assert explained["rerank"]["reranker"] == "mmr"
     assert explained["rerank"]["before"] and explained["rerank"]["after"]
+    rrf = output(alpha.skill("query_with_reranking", query="crisp crust", reranker="rrf"))
+    plan = output(alpha.skill("explain_answer", trajectory_id=rrf["trajectory_id"]))["plan"]
+    assert plan["fusion"]["method"] == "rrf" and plan["reranker"] == "rrf"
+    # Asked to rerank with no model reranker configured: the fused order, said in the plan.
+    fused = output(alpha.skill("hybrid_retrieve", query="crisp crust", use_reranking=True))
+    plan = output(alpha.skill("explain_answer", trajectory_id=fused["trajectory_id"]))["plan"]
+    assert plan["fusion"]["method"] == "convex" and plan["reranker"] is None
     message = failure(alpha.skill("query_with_reranking", query="crust", reranker="cross-encoder"))
     assert "not available" in message and "rrf, mmr" in message
 

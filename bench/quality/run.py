@@ -31,7 +31,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import numpy as np
+from pgvector.asyncpg import register_vector
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -46,7 +48,7 @@ from agentic_rag.knowledge import store as store_module  # noqa: E402
 from agentic_rag.knowledge.chunking import Chunker, embedding_text  # noqa: E402
 from agentic_rag.knowledge.documents import Chunk, ExtractedDocument  # noqa: E402
 from agentic_rag.knowledge.embeddings import LocalEmbedder  # noqa: E402
-from agentic_rag.knowledge.fusion import Ranked, convex, rrf  # noqa: E402
+from agentic_rag.knowledge.fusion import Fused, Ranked, convex, rrf  # noqa: E402
 from agentic_rag.knowledge.rerank import mmr  # noqa: E402
 from agentic_rag.knowledge.retrieval import Retrieval, RetrievalConfig  # noqa: E402
 from agentic_rag.knowledge.sources.markdown import markdown_sections  # noqa: E402
@@ -93,6 +95,7 @@ class Run:
     queries: list[corpus.Query]
     document_of: dict[int, str]
     ranked: dict[str, list[list[int]]] = field(default_factory=dict)
+    fused_scores: dict[str, list[list[float]]] = field(default_factory=dict)
     latency_ms: dict[str, list[float]] = field(default_factory=dict)
 
     def scores(self, method: str) -> list[metrics.Scores]:
@@ -252,7 +255,7 @@ async def retrieve(
     """Each query through the product's dense and lexical legs (DEPTH hits each)."""
     dense_lists: list[Ranked] = []
     lexical_lists: list[Ranked] = []
-    for name in ("dense", "lexical", "dense, HNSW path"):
+    for name in ("dense", "lexical"):
         run.ranked[name], run.latency_ms[name] = [], []
     for query, vector in zip(run.queries, query_vectors, strict=True):
         dense = await timed(
@@ -269,27 +272,72 @@ async def retrieve(
         lexical_lists.append(lexical)
         run.ranked["dense"].append([c for c, _ in dense])
         run.ranked["lexical"].append([c for c, _ in lexical])
-    # The same leg through the HNSW index, as a tenant above the exact-scan threshold has it.
+    return dense_lists, lexical_lists
+
+
+async def retrieve_hnsw(
+    run: Run, dsn: str, space: Space, query_vectors: np.ndarray, config: RetrievalConfig
+) -> bool:
+    """The dense leg through the HNSW index, as a tenant above the exact-scan threshold gets
+    it. At this size the planner may prefer a scan and a sort (exact), so this pool forbids
+    both; returns whether the plan reads the HNSW index."""
+    name = "dense, HNSW path"
+    run.ranked[name], run.latency_ms[name] = [], []
+    pool = await asyncpg.create_pool(
+        dsn,
+        min_size=1,
+        max_size=1,
+        init=register_vector,
+        server_settings={"enable_seqscan": "off", "enable_sort": "off"},
+    )
+    assert pool is not None
     threshold = store_module.EXACT_SEARCH_MAX_CHUNKS
     store_module.EXACT_SEARCH_MAX_CHUNKS = 0
     try:
+        store = KnowledgeStore(pool)
         for vector in query_vectors:
-            hnsw = await timed(
-                run.latency_ms["dense, HNSW path"],
+            hits = await timed(
+                run.latency_ms[name],
                 lambda v=vector: store.dense(
                     TENANT, space, v, DEPTH, Filters(), ef_search=config.ef_search
                 ),
             )
-            run.ranked["dense, HNSW path"].append([c for c, _ in hnsw])
+            run.ranked[name].append([c for c, _ in hits])
+        # The plan of the product's statement (store.dense) on this pool.
+        plan = await pool.fetch(
+            f"EXPLAIN SELECT e.chunk_id FROM chunk_embeddings e WHERE e.space = $1 "
+            f"AND e.tenant = $2 ORDER BY e.embedding::{space.vector_type} <=> $3 LIMIT $4",
+            space.id,
+            TENANT,
+            query_vectors[0],
+            DEPTH,
+        )
+        return any(f"chunk_embeddings_hnsw_{space.id}" in row[0] for row in plan)
     finally:
         store_module.EXACT_SEARCH_MAX_CHUNKS = threshold
-    return dense_lists, lexical_lists
+        await pool.close()
+
+
+FUSIONS: dict[str, tuple[str, float, int]] = {}
+"""Name -> (method, k or dense weight, candidates per retriever)."""
 
 
 def fusion_name(method: str, parameter: float, candidates: int) -> str:
     if method == "rrf":
-        return f"rrf k={parameter:g}, {candidates} candidates"
-    return f"convex dense={parameter:g}, {candidates} candidates"
+        name = f"rrf k={parameter:g}, {candidates} candidates"
+    else:
+        name = f"convex dense={parameter:g}, {candidates} candidates"
+    FUSIONS[name] = (method, parameter, candidates)
+    return name
+
+
+def fuse_one(fusion: str, dense: Ranked, lexical_hits: Ranked) -> list[Fused]:
+    """The product's fusion function named by `fusion` (a fusion_name) over two lists."""
+    method, parameter, candidates = FUSIONS[fusion]
+    lists = {"dense": dense[:candidates], "lexical": lexical_hits[:candidates]}
+    if method == "rrf":
+        return rrf(lists, {"dense": 1.0, "lexical": 1.0}, parameter)
+    return convex(lists, {"dense": parameter, "lexical": 1.0 - parameter})
 
 
 def fuse_all(run: Run, dense_lists: list[Ranked], lexical_lists: list[Ranked]) -> list[str]:
@@ -299,16 +347,22 @@ def fuse_all(run: Run, dense_lists: list[Ranked], lexical_lists: list[Ranked]) -
             for parameter in parameters:
                 name = fusion_name(method, parameter, candidates)
                 names.append(name)
-                run.ranked[name] = []
+                run.ranked[name], run.fused_scores[name] = [], []
                 for dense, text in zip(dense_lists, lexical_lists, strict=True):
-                    lists = {"dense": dense[:candidates], "lexical": text[:candidates]}
-                    if method == "rrf":
-                        fused = rrf(lists, {"dense": 1.0, "lexical": 1.0}, parameter)
-                    else:
-                        weights = {"dense": parameter, "lexical": 1.0 - parameter}
-                        fused = convex(lists, weights)
+                    fused = fuse_one(name, dense, text)
                     run.ranked[name].append([f.chunk_id for f in fused])
+                    run.fused_scores[name].append([f.score for f in fused])
     return names
+
+
+def fuse_with(run: Run, fusion: str, dense_lists: list[Ranked], lexical_lists: list[Ranked]) -> str:
+    """`fusion` over another lexical leg's lists (the recommended variant's)."""
+    name = f"{fusion}, lexical split at every non-alphanumeric"
+    run.ranked[name] = [
+        [f.chunk_id for f in fuse_one(fusion, dense, text)]
+        for dense, text in zip(dense_lists, lexical_lists, strict=True)
+    ]
+    return name
 
 
 async def rerank_all(
@@ -320,20 +374,55 @@ async def rerank_all(
     config: RetrievalConfig,
 ) -> list[str]:
     """MMR over the first `rerank_candidates` fused chunks (as Retrieval.search does); the rest
-    of the fused list follows unchanged."""
+    of the fused list follows unchanged. Also MMR as it could be: relevance taken from the
+    fusion's scores instead of the dense similarity alone (`mmr_on_fused`)."""
     names = []
     for diversity in MMR_DIVERSITIES:
-        name = f"mmr diversity={diversity:g} after {fused_method}"
-        names.append(name)
-        run.ranked[name], run.latency_ms[name] = [], []
-        for vector, fused in zip(query_vectors, run.ranked[fused_method], strict=True):
-            head = fused[: config.rerank_candidates]
-            started = time.perf_counter()
-            vectors = await store.vectors(space, head)
-            picked = mmr(vector, head, vectors, len(head), diversity=diversity)
-            run.latency_ms[name].append((time.perf_counter() - started) * 1000)
-            run.ranked[name].append([c for c, _ in picked] + fused[len(head) :])
+        for variant in ("product", "fused relevance"):
+            if variant == "product":
+                name = f"mmr diversity={diversity:g} after {fused_method}"
+            else:
+                name = (
+                    f"mmr on fused scores (harness), diversity={diversity:g} after {fused_method}"
+                )
+            names.append(name)
+            run.ranked[name], run.latency_ms[name] = [], []
+            for vector, fused, scores in zip(
+                query_vectors, run.ranked[fused_method], run.fused_scores[fused_method], strict=True
+            ):
+                head = fused[: config.rerank_candidates]
+                started = time.perf_counter()
+                vectors = await store.vectors(space, head)
+                if variant == "product":
+                    picked = [
+                        c for c, _ in mmr(vector, head, vectors, len(head), diversity=diversity)
+                    ]
+                else:
+                    picked = mmr_on_fused(head, scores[: len(head)], vectors, diversity)
+                run.latency_ms[name].append((time.perf_counter() - started) * 1000)
+                run.ranked[name].append(picked + fused[len(head) :])
     return names
+
+
+def mmr_on_fused(
+    head: Sequence[int], scores: Sequence[float], vectors: dict[int, np.ndarray], diversity: float
+) -> list[int]:
+    """MMR whose relevance is the fused score (min-max normalised), not the dense cosine: the
+    lexical leg's evidence is kept while near-duplicate chunks are spread out."""
+    relevance = np.asarray(scores, dtype=np.float64)
+    spread = relevance.max() - relevance.min()
+    relevance = (relevance - relevance.min()) / spread if spread > 0 else np.ones_like(relevance)
+    matrix = np.stack([vectors[c] for c in head])
+    similarity = matrix @ matrix.T
+    picked: list[int] = []
+    redundancy = np.zeros(len(head))
+    for _ in head:
+        value = (1 - diversity) * relevance - diversity * redundancy
+        value[picked] = -np.inf
+        best = int(np.argmax(value))
+        picked.append(best)
+        redundancy = np.maximum(redundancy, similarity[best])
+    return [head[i] for i in picked]
 
 
 async def check_search(run: Run, retrieval: Retrieval, fused_method: str) -> dict[str, int]:
@@ -444,7 +533,8 @@ async def main(args: argparse.Namespace) -> None:
     data_dir = args.keep or Path(tempfile.mkdtemp(prefix="agentic-rag-quality-"))
     server = EmbeddedPostgres(data_dir)
     try:
-        pool = await connect(server.start(), size=2)
+        dsn = server.start()
+        pool = await connect(dsn, size=2)
         try:
             store = KnowledgeStore(pool)
             if await store.chunk_count(TENANT):
@@ -458,6 +548,7 @@ async def main(args: argparse.Namespace) -> None:
             t = time.perf_counter()
             query_vectors = await embedder.embed([q.text for q in queries])
             dense_lists, lexical_lists = await retrieve(run, store, space, query_vectors, config)
+            hnsw_index = await retrieve_hnsw(run, dsn, space, query_vectors, config)
             timings["retrieve_s"] = time.perf_counter() - t
             run.ranked["dense, exact numpy over our vectors"] = exact_top(
                 indexed.vectors, query_vectors, indexed.chunk_ids
@@ -471,7 +562,19 @@ async def main(args: argparse.Namespace) -> None:
             log("Retrieval.search on the test half (the product's default configuration)")
             retrieval = Retrieval(store, TrajectoryStore(pool), embedder, space, config)
             search_check = await check_search(run, retrieval, default)
-            lexical_diagnosis = await lexical.measure(run, pool, TENANT, DEPTH)
+            lexical_diagnosis, variant_lists = await lexical.measure(run, pool, TENANT, DEPTH)
+            # The whole grid again over the recommended lexical variant: is the choice the same?
+            grid = list(fusions)
+            with_variant = {
+                f: fuse_with(run, f, dense_lists, variant_lists[lexical.RECOMMENDED]) for f in grid
+            }
+            chosen_with_variant = report.best(run, list(with_variant.values()), "tuning")
+            keep = {with_variant[chosen], with_variant[default], chosen_with_variant}
+            for name in with_variant.values():
+                if name in keep:
+                    fusions.append(name)
+                else:
+                    del run.ranked[name]
         finally:
             await pool.close()
     finally:
@@ -523,6 +626,8 @@ async def main(args: argparse.Namespace) -> None:
             "load_average_at_end": os.getloadavg()[0],
             "reference": reference_note,
             "search_check": search_check,
+            "hnsw_plan_reads_the_index": hnsw_index,
+            "chosen_fusion_with_recommended_lexical": chosen_with_variant,
             "timings": {k: round(v, 3) for k, v in timings.items()},
         },
         lexical_diagnosis=lexical_diagnosis,

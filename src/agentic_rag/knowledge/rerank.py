@@ -19,27 +19,30 @@ from agentic_rag.knowledge.llm import LLMError, OpenAIChat
 
 
 def mmr(
-    query: np.ndarray,
-    candidates: Sequence[int],
+    relevance: Mapping[int, float],
     vectors: Mapping[int, np.ndarray],
     limit: int,
     *,
-    diversity: float = 0.3,
+    diversity: float = 0.1,
 ) -> list[tuple[int, float]]:
-    """Pick `limit` candidates, each maximising (1 - diversity) * relevance - diversity *
-    its similarity to those already picked. Returns (chunk id, MMR score) in pick order."""
-    pool = [c for c in candidates if c in vectors]
+    """Pick `limit` of the candidates (chunk id -> its fused score), each maximising
+    (1 - diversity) * relevance - diversity * its greatest similarity to those already picked.
+    Relevance is the fused score scaled to 0..1, so the lexical evidence counts too (the
+    dense cosine alone loses to the fusion: bench/quality/results.md). Returns (chunk id, MMR
+    score) in pick order."""
+    pool = [c for c in relevance if c in vectors]
     if not pool:
         return []
     matrix = np.stack([vectors[c] for c in pool])
-    relevance = matrix @ query
+    scores_in = np.array([relevance[c] for c in pool], dtype=np.float64)
+    spread = scores_in.max() - scores_in.min()
+    scaled = (scores_in - scores_in.min()) / spread if spread > 0 else np.ones(len(pool))
     similarity = matrix @ matrix.T
     picked: list[int] = []
     scores: list[float] = []
-    redundancy = np.full(len(pool), -np.inf)
+    redundancy = np.zeros(len(pool))
     for _ in range(min(limit, len(pool))):
-        penalty = np.where(np.isfinite(redundancy), redundancy, 0.0)
-        value = (1 - diversity) * relevance - diversity * penalty
+        value = (1 - diversity) * scaled - diversity * redundancy
         value[picked] = -np.inf
         best = int(np.argmax(value))
         picked.append(best)

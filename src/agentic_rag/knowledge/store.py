@@ -405,8 +405,8 @@ class KnowledgeStore:
                 "FROM jsonb_to_recordset($3::jsonb) AS c(position int, text text, "
                 "char_start int, char_end int, page int, start_seconds real, "
                 "end_seconds real, heading_path text[], embedding_prefix text) "
-                f"CROSS JOIN LATERAL (SELECT to_tsvector('{TEXT_SEARCH_CONFIG}', "
-                "array_to_string(c.heading_path, ' ') || ' ' || c.text) AS tsv) v "
+                "CROSS JOIN LATERAL (SELECT "
+                f"{_lexemes("array_to_string(c.heading_path, ' ') || ' ' || c.text")} AS tsv) v "
                 "ORDER BY c.position RETURNING id, position",
                 tenant,
                 document_id,
@@ -588,7 +588,7 @@ class KnowledgeStore:
         async with self._pool.acquire() as conn:
             terms = await conn.fetch(
                 "SELECT q.lexeme, coalesce(l.df, 0) AS df "
-                f"FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', $2)) q "
+                f"FROM unnest({_lexemes('$2')}) q "
                 "LEFT JOIN lexicon l ON l.tenant = $1 AND l.lexeme = q.lexeme",
                 tenant,
                 query,
@@ -755,6 +755,14 @@ def _filter_sql(filters: Filters, params: list[Any]) -> str:
     if filters.metadata:
         conditions.append(f"d.metadata @> {param(orjson.dumps(filters.metadata).decode())}::jsonb")
     return "".join(f" AND {c}" for c in conditions)
+
+
+def _lexemes(text: str) -> str:
+    """The SQL of the tsvector of `text`, for chunks and queries alike. Split at every character
+    that is neither a letter nor a digit first: PostgreSQL's parser keeps paths, host names and
+    URLs whole ("/etc/passwd" would be one term no query word matches); measured on the quality
+    benchmark, +0.016 nDCG@10 for the lexical leg (bench/quality/results.md)."""
+    return f"to_tsvector('{TEXT_SEARCH_CONFIG}', regexp_replace({text}, '[^[:alnum:]]+', ' ', 'g'))"
 
 
 def _quote_lexeme(lexeme: str) -> str:
