@@ -47,7 +47,8 @@ class RetrievalConfig:
     rrf_k: float = 5.0
     """For the `rrf` reranker: k in 1..5 was best on the benchmark's tuning half."""
     weights: Mapping[str, float] = field(default_factory=lambda: {"dense": 1.0, "lexical": 1.0})
-    ef_search: int = 100
+    ef_search: int = 200
+    """recall@10 0.967 at 100k chunks (0.916 at 100), p95 16 ms (bench/results)."""
     mmr_diversity: float = 0.1
     rerank_candidates: int = 20
     """Fused hits a reranker reorders."""
