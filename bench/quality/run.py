@@ -387,16 +387,15 @@ async def rerank_all(
                 )
             names.append(name)
             run.ranked[name], run.latency_ms[name] = [], []
-            for vector, fused, scores in zip(
+            for _vector, fused, scores in zip(
                 query_vectors, run.ranked[fused_method], run.fused_scores[fused_method], strict=True
             ):
                 head = fused[: config.rerank_candidates]
                 started = time.perf_counter()
                 vectors = await store.vectors(space, head)
                 if variant == "product":
-                    picked = [
-                        c for c, _ in mmr(vector, head, vectors, len(head), diversity=diversity)
-                    ]
+                    relevance = dict(zip(head, scores[: len(head)], strict=True))
+                    picked = [c for c, _ in mmr(relevance, vectors, len(head), diversity=diversity)]
                 else:
                     picked = mmr_on_fused(head, scores[: len(head)], vectors, diversity)
                 run.latency_ms[name].append((time.perf_counter() - started) * 1000)
@@ -554,7 +553,12 @@ async def main(args: argparse.Namespace) -> None:
                 indexed.vectors, query_vectors, indexed.chunk_ids
             )
             fusions = fuse_all(run, dense_lists, lexical_lists)
-            default = fusion_name(config.fusion, config.rrf_k, config.candidates)
+            dense_weight = config.weights["dense"] / sum(config.weights.values())
+            default = fusion_name(
+                config.fusion,
+                config.rrf_k if config.fusion == "rrf" else dense_weight,
+                config.candidates,
+            )
             chosen = report.best(run, fusions, "tuning")
             rerankers = await rerank_all(run, store, space, query_vectors, default, config)
             if chosen != default:

@@ -26,8 +26,10 @@ TEXT_SEARCH_CONFIG = "english"
 _LEXICON_LOCK = 0x6C657863  # "lexc"
 # Tenants with at most this many chunks are searched exactly: an HNSW scan filtered by tenant
 # loses results when the tenant holds a small share of the index (KNOWLEDGE-NOTES), and an
-# exact scan of this many vectors takes a few milliseconds.
-EXACT_SEARCH_MAX_CHUNKS = 20_000
+# exact scan costs 1.2-1.8 us per vector (p95 18.5 ms for 10k: bench/results/knowledge-scale.md).
+EXACT_SEARCH_MAX_CHUNKS = 12_000
+# The memory a re-embedding's HNSW index is built with.
+HNSW_BUILD_MEMORY = "2GB"
 Connection = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 # Postings the lexical leg scores at most: at 100k chunks, 2,000 agreed with unbounded BM25 on
 # 99.3% of the top 10 at p95 21 ms (5,000: 100%, 62 ms): bench/results/knowledge-scale.md.
@@ -193,11 +195,8 @@ class KnowledgeStore:
             state,
         )
         space = _space(row)
-        await conn.execute(
-            f"CREATE INDEX chunk_embeddings_hnsw_{space.id} ON chunk_embeddings "
-            f"USING hnsw ((embedding::{space.vector_type}) vector_cosine_ops) "
-            f"WHERE space = {space.id}"
-        )
+        if state == "active":  # a re-embedding's space gets its index when it is switched to
+            await _create_hnsw_index(conn, space)
         return space
 
     async def building_space(self, model: str, dimension: int) -> Space:
@@ -268,6 +267,11 @@ class KnowledgeStore:
         """Make `space` the one searches read, dropping the old one, in one transaction."""
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", _LEXICON_LOCK)
+            # Built once over all the vectors: 5.3x faster than keeping it up to date while
+            # they are inserted (bench/results/knowledge-scale.md); a graph of a million
+            # vectors needs about 2 GB to build in memory.
+            await conn.execute(f"SET LOCAL maintenance_work_mem = '{HNSW_BUILD_MEMORY}'")
+            await _create_hnsw_index(conn, space)
             await conn.execute("DELETE FROM embedding_spaces WHERE state = 'active'")
             await conn.execute(
                 "UPDATE embedding_spaces SET state = 'active' WHERE id = $1", space.id
@@ -556,6 +560,9 @@ class KnowledgeStore:
             )
             exact = filters.narrow or (size or 0) <= self._exact_max
             joins = _FILTER_JOINS if filters else ""
+            # A plan made for one tenant must not serve another of another size (measured: a
+            # generic plan made the exact path of a 1k tenant 28x slower).
+            await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
             if exact:
                 # MATERIALIZED keeps the planner from ordering by the index of all tenants.
                 sql = (
@@ -688,6 +695,14 @@ class KnowledgeStore:
             "SELECT chunks FROM lexicon_totals WHERE tenant = $1", tenant
         )
         return int(value or 0)
+
+
+async def _create_hnsw_index(conn: Connection, space: Space) -> None:
+    await conn.execute(
+        f"CREATE INDEX IF NOT EXISTS chunk_embeddings_hnsw_{space.id} ON chunk_embeddings "
+        f"USING hnsw ((embedding::{space.vector_type}) vector_cosine_ops) "
+        f"WHERE space = {space.id}"
+    )
 
 
 def model_mismatch(space: Space | None, model: str, dimension: int | None) -> str | None:
