@@ -116,6 +116,13 @@ def run_sut(port: int, data_dir: Path, *args: str) -> subprocess.Popen[bytes]:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+    return until_ready(process, port, log_path)
+
+
+def until_ready(
+    process: subprocess.Popen[bytes], port: int, log_path: Path
+) -> subprocess.Popen[bytes]:
+    """`process` once its server on `port` answers /readyz; its log if it dies or hangs."""
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         try:
@@ -126,4 +133,4 @@ def run_sut(port: int, data_dir: Path, *args: str) -> subprocess.Popen[bytes]:
         assert process.poll() is None, log_path.read_text()
         time.sleep(0.1)
     process.kill()
-    raise RuntimeError(f"run-sut did not start:\n{log_path.read_text()}")
+    raise RuntimeError(f"the server did not start:\n{log_path.read_text()}")

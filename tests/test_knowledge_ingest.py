@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from tests.live import LiveServer, free_port, live_server, serve_in_thread
+from tests.live import LiveServer, free_port, live_server, serve_in_thread, until_ready
 from tests.pdf_samples import scanned_pdf, text_pdf
 from tests.rpc import call, text_message
 from tests.security_support import create_key
@@ -322,17 +322,7 @@ def start_server(
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            pass
-        assert process.poll() is None, log.read_text()
-        time.sleep(0.2)
-    process.kill()
-    raise RuntimeError(log.read_text())
+    return until_ready(process, port, log)
 
 
 async def stored_pages(database_url: str) -> tuple[int, int, int]:
