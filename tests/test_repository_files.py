@@ -5,6 +5,7 @@ would do (`make -n`, in a copy), and the container files are read.
 """
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -25,9 +26,14 @@ def planned(target: str, tmp_path: Path) -> list[str]:
     shutil.copy(ROOT / "Makefile", tmp_path)
     for name in ("pyproject.toml", "uv.lock", "package.json", "package-lock.json"):
         (tmp_path / name).touch()
+    # As a user runs it, also when the suite itself runs under `make test` (whose MAKEFLAGS and
+    # MAKELEVEL would make this make print "Entering directory" lines).
+    outer = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")
+    env = {name: value for name, value in os.environ.items() if name not in outer}
     done = subprocess.run(
-        ["make", "-n", target, "PYTHON=python3.12"],
+        ["make", "--no-print-directory", "-n", target, "PYTHON=python3.12"],
         cwd=tmp_path,
+        env=env,
         capture_output=True,
         text=True,
         check=True,
