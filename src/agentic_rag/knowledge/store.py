@@ -355,53 +355,38 @@ class KnowledgeStore:
                     list(links),
                 )
                 return WriteResult(old["id"], "unchanged", 0)
-            if old is not None:
-                document_id = str(old["id"])
-                await _forget_terms(conn, tenant, document_id)
+            if old is not None:  # a new version: its old chunks and their terms go
+                await _forget_terms(conn, tenant, old["id"])
                 await conn.execute(
                     "DELETE FROM chunks WHERE tenant = $1 AND document_id = $2",
                     tenant,
-                    document_id,
+                    old["id"],
                 )
-                await conn.execute(
-                    "UPDATE documents SET title = $3, mime_type = $4, content_hash = $5, "
-                    "text = $6, metadata = $7::jsonb, notes = $8, etag = $9, "
-                    "last_modified = $10, chunk_count = $11, links = $12, updated_at = now(), "
-                    "fetched_at = now() WHERE tenant = $1 AND id = $2",
-                    tenant,
-                    document_id,
-                    document.title,
-                    document.mime_type,
-                    digest,
-                    text,
-                    orjson.dumps(document.metadata).decode(),
-                    document.notes,
-                    etag,
-                    last_modified,
-                    len(chunks),
-                    list(links),
-                )
-            else:
-                document_id = new_id()
-                await conn.execute(
-                    "INSERT INTO documents (tenant, id, source_id, uri, title, mime_type, "
-                    "content_hash, text, metadata, notes, etag, last_modified, chunk_count, links) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14)",
-                    tenant,
-                    document_id,
-                    source_id,
-                    document.uri,
-                    document.title,
-                    document.mime_type,
-                    digest,
-                    text,
-                    orjson.dumps(document.metadata).decode(),
-                    document.notes,
-                    etag,
-                    last_modified,
-                    len(chunks),
-                    list(links),
-                )
+            document_id = await conn.fetchval(
+                "INSERT INTO documents (tenant, id, source_id, uri, title, mime_type, "
+                "content_hash, text, metadata, notes, etag, last_modified, chunk_count, links) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14) "
+                "ON CONFLICT (tenant, source_id, uri) DO UPDATE SET title = excluded.title, "
+                "mime_type = excluded.mime_type, content_hash = excluded.content_hash, "
+                "text = excluded.text, metadata = excluded.metadata, notes = excluded.notes, "
+                "etag = excluded.etag, last_modified = excluded.last_modified, "
+                "chunk_count = excluded.chunk_count, links = excluded.links, "
+                "updated_at = now(), fetched_at = now() RETURNING id",
+                tenant,
+                new_id(),
+                source_id,
+                document.uri,
+                document.title,
+                document.mime_type,
+                digest,
+                text,
+                orjson.dumps(document.metadata).decode(),
+                document.notes,
+                etag,
+                last_modified,
+                len(chunks),
+                list(links),
+            )
             ids = await conn.fetch(
                 "INSERT INTO chunks (tenant, document_id, position, text, char_start, char_end, "
                 "page, start_seconds, end_seconds, heading_path, embedding_prefix, tsv, "
