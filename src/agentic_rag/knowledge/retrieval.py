@@ -7,8 +7,9 @@ The trajectory keeps each stage's input and output with ranks, scores and time, 
 `explain_answer` can show exactly why a passage was cited.
 """
 
+import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -128,24 +129,18 @@ class Retrieval:
         width = max(config.candidates, top_k)
         # `rrf` as a reranker asks for reciprocal rank fusion instead of the default fusion.
         method: FusionMethod = "rrf" if reranker == "rrf" else config.fusion
-        lists: dict[str, Ranked] = {}
-        stage_times: dict[str, float] = {}
-        query_vector = None
+        # The legs are independent: they run at once (the embedder in its thread, each query on
+        # a connection of its own), so a hybrid search costs the slower leg, not the sum.
+        legs: dict[str, Awaitable[Ranked]] = {}
+        leg_times: dict[str, float] = {}
         if "dense" in retrievers:
-            (query_vector,) = await self._embedder.embed([query])
-            clock.lap("embed_query")
-        if "dense" in retrievers:
-            assert query_vector is not None
-            dense = await self._store.dense(
-                tenant, self._space, query_vector, width, filters, ef_search=config.ef_search
+            legs["dense"] = self._dense(
+                tenant, query, width, filters, similarity_threshold, leg_times
             )
-            if similarity_threshold is not None:
-                dense = [(c, s) for c, s in dense if s >= similarity_threshold]
-            lists["dense"] = dense
-            clock.lap("dense")
         if "lexical" in retrievers:
-            lists["lexical"] = await self._store.lexical(tenant, query, width, filters)
-            clock.lap("lexical")
+            legs["lexical"] = self._lexical(tenant, query, width, filters, leg_times)
+        lists = dict(zip(legs, await asyncio.gather(*legs.values()), strict=True))
+        clock.lap("retrieve")
         if len(lists) == 1:
             (only,) = lists.values()
             fused = [Fused(c, s, {next(iter(lists)): s}) for c, s in only]
@@ -157,7 +152,7 @@ class Retrieval:
         rerank_trace: dict[str, Any] | None = None
         if reranker not in (None, "rrf"):
             before = ranked[: config.rerank_candidates]
-            ranked = await self._rerank(reranker, query, query_vector, before, tenant)
+            ranked = await self._rerank(reranker, query, before, tenant)
             rerank_trace = {
                 "reranker": reranker,
                 "before": _ranks(before),
@@ -232,16 +227,45 @@ class Retrieval:
             },
             "hits": [h.model_dump(mode="json") for h in hits],
             "answer": reply.model_dump(mode="json") if reply else None,
-            "timings_ms": {**clock.timings, **stage_times},
+            "timings_ms": {**leg_times, **clock.timings},
         }
         await self._trajectories.save(tenant, trajectory_id, query, trace)
         return result
+
+    async def _dense(
+        self,
+        tenant: str,
+        query: str,
+        limit: int,
+        filters: Filters,
+        similarity_threshold: float | None,
+        times: dict[str, float],
+    ) -> Ranked:
+        clock = Stopwatch()
+        (vector,) = await self._embedder.embed([query])
+        clock.lap("embed_query")
+        hits = await self._store.dense(
+            tenant, self._space, vector, limit, filters, ef_search=self.config.ef_search
+        )
+        if similarity_threshold is not None:
+            hits = [(c, s) for c, s in hits if s >= similarity_threshold]
+        clock.lap("dense")
+        times.update(clock.timings)
+        return hits
+
+    async def _lexical(
+        self, tenant: str, query: str, limit: int, filters: Filters, times: dict[str, float]
+    ) -> Ranked:
+        clock = Stopwatch()
+        hits = await self._store.lexical(tenant, query, limit, filters)
+        clock.lap("lexical")
+        times.update(clock.timings)
+        return hits
 
     async def _rerank(
         self,
         reranker: Reranker | None,
         query: str,
-        query_vector: Any,
         candidates: list[tuple[int, float]],
         tenant: str,
     ) -> list[tuple[int, float]]:
