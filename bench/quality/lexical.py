@@ -15,7 +15,9 @@ from typing import Any
 
 import asyncpg
 
-from agentic_rag.knowledge.store import BM25_B, BM25_K1, TEXT_SEARCH_CONFIG
+from agentic_rag.knowledge.bm25 import K1 as BM25_K1
+from agentic_rag.knowledge.bm25 import B as BM25_B
+from agentic_rag.knowledge.store import TEXT_SEARCH_CONFIG
 
 Connection = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 

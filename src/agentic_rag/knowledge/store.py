@@ -6,7 +6,6 @@ so a search never sees half a document and a retried write never duplicates a ch
 """
 
 import hashlib
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,6 +16,7 @@ import numpy as np
 import orjson
 
 from agentic_rag.ids import new_id
+from agentic_rag.knowledge import bm25
 from agentic_rag.knowledge.documents import Chunk, ExtractedDocument
 from agentic_rag.knowledge.errors import EmbeddingModelMismatch
 
@@ -31,12 +31,10 @@ EXACT_SEARCH_MAX_CHUNKS = 12_000
 # The memory a re-embedding's HNSW index is built with.
 HNSW_BUILD_MEMORY = "2GB"
 Connection = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
-# Postings the lexical leg scores at most: at 100k chunks, 2,000 agreed with unbounded BM25 on
-# 99.3% of the top 10 at p95 21 ms (5,000: 100%, 62 ms): bench/results/knowledge-scale.md.
-LEXICAL_CANDIDATES = 2000
-# BM25 parameters (the usual defaults).
-BM25_K1 = 1.2
-BM25_B = 0.75
+# Chunks the lexical leg scores at most, and the top it keeps exact within them
+# (bench/results/knowledge-scale.md measures both against unbounded BM25).
+LEXICAL_CANDIDATES = 1500
+LEXICAL_EXACT_TOP = 30
 
 
 class UnknownSpace(RuntimeError):
@@ -576,18 +574,21 @@ class KnowledgeStore:
         limit: int,
         filters: Filters,
         *,
-        candidates: int = LEXICAL_CANDIDATES,
+        budget: int = LEXICAL_CANDIDATES,
     ) -> list[tuple[int, float]]:
         """(chunk id, BM25 score) of the `limit` best chunks for `query`, best first.
 
         BM25 over PostgreSQL's lexemes (stemmed, without stop words), with IDF from the
-        tenant's lexicon. To stay fast on large tenants, only chunks that contain the query's
-        rarest terms are scored: terms are taken rarest first while their postings add up to
-        at most `candidates` (always at least the rarest one); chunks that contain only
-        frequent terms are the ones BM25 ranks lowest anyway.
+        tenant's lexicon. Chunks are scored in at most two rounds (bm25.py says why this finds
+        the best ones): first those holding the term sets that only a few chunks hold, then,
+        if the top `LEXICAL_EXACT_TOP` could still change, every chunk whose terms can reach
+        the score of the last of them. At most `budget` chunks are scored: within it the top
+        `LEXICAL_EXACT_TOP` are exactly BM25's (for queries of up to bm25.PLANNED_TERMS terms);
+        past it (long queries of frequent words on
+        large tenants), the best of those scored.
         """
         async with self._pool.acquire() as conn:
-            terms = await conn.fetch(
+            found = await conn.fetch(
                 "SELECT q.lexeme, coalesce(l.df, 0) AS df "
                 f"FROM unnest({_lexemes('$2')}) q "
                 "LEFT JOIN lexicon l ON l.tenant = $1 AND l.lexeme = q.lexeme",
@@ -597,43 +598,63 @@ class KnowledgeStore:
             totals = await conn.fetchrow(
                 "SELECT chunks, terms FROM lexicon_totals WHERE tenant = $1", tenant
             )
-            present = sorted((r["df"], r["lexeme"]) for r in terms if r["df"] > 0)
-            if not present or totals is None or totals["chunks"] == 0:
+            if totals is None or totals["chunks"] == 0:
                 return []
-            n, average_length = totals["chunks"], totals["terms"] / totals["chunks"]
-            selective: list[str] = []
-            postings = 0
-            for df, lexeme in present:
-                if selective and postings + df > candidates:
-                    break
-                selective.append(lexeme)
-                postings += df
-            lexemes = [lexeme for _, lexeme in present]
-            idf = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df, _ in present]
-            params: list[Any] = [
-                tenant,
-                " | ".join(_quote_lexeme(t) for t in selective),
-                lexemes,
-                idf,
-                limit,
-                average_length,
-                candidates,
-            ]
-            where = _filter_sql(filters, params)
-            rows = await conn.fetch(
-                "WITH q AS (SELECT * FROM unnest($3::text[], $4::float8[]) AS q(lexeme, idf)), "
-                "candidates AS MATERIALIZED (SELECT c.id, c.tsv, c.term_count FROM chunks c "
-                f"{_FILTER_JOINS_FROM_CHUNKS if filters else ''} "
-                f"WHERE c.tenant = $1 AND c.tsv @@ $2::tsquery {where} LIMIT $7) "
-                "SELECT c.id, sum(q.idf * (u.tf * "
-                f"{BM25_K1 + 1}) / (u.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * "
-                "c.term_count / $6))) AS score FROM candidates c CROSS JOIN LATERAL "
-                "(SELECT lexeme, cardinality(positions) AS tf "
-                "FROM unnest(ts_filter(setweight(c.tsv, 'A', $3::text[]), '{a}'))) u "
-                "JOIN q ON q.lexeme = u.lexeme GROUP BY c.id ORDER BY score DESC, c.id LIMIT $5",
-                *params,
-            )
-        return [(r["id"], float(r["score"])) for r in rows]
+            chunks, average = totals["chunks"], totals["terms"] / totals["chunks"]
+            terms = bm25.query_terms(((r["lexeme"], r["df"]) for r in found), chunks)
+            if not terms:
+                return []
+            idf = {t.lexeme: t.idf for t in terms}
+            planned = terms[: bm25.PLANNED_TERMS]
+            exact_top = min(limit, LEXICAL_EXACT_TOP)
+            threshold = bm25.opening_threshold(planned, chunks, 2 * exact_top)
+            scored: dict[int, float] = {}
+            for _ in range(2):
+                clauses = bm25.reaching(planned, threshold)
+                room = budget - len(scored)
+                rows = await self._lexical_candidates(
+                    conn, tenant, clauses, list(idf), filters, list(scored), room
+                )
+                for r in rows:
+                    scored[r["id"]] = bm25.score(
+                        bm25.term_frequencies(r["terms"]), idf, r["term_count"], average
+                    )
+                if len(rows) >= room:
+                    break  # the budget is spent: the best of those scored
+                ranked = sorted(scored.values(), reverse=True)
+                last = ranked[exact_top - 1] if len(ranked) >= exact_top else 0.0
+                if last >= threshold:
+                    break  # no chunk left unscored can reach the top
+                threshold = max(last, min(t.bound for t in planned))
+        return sorted(scored.items(), key=_score)[:limit]
+
+    async def _lexical_candidates(
+        self,
+        conn: Connection,
+        tenant: str,
+        clauses: Sequence[tuple[bm25.Term, ...]],
+        lexemes: list[str],
+        filters: Filters,
+        scored: list[int],
+        limit: int,
+    ) -> list[asyncpg.Record]:
+        """Chunks holding every term of one of `clauses`, not among `scored`: their length
+        and the query's lexemes in them (a tsvector's text)."""
+        params: list[Any] = [tenant, lexemes, scored, limit]
+        key = hashlib.md5(tenant.encode()).hexdigest()
+        held = []
+        for clause in clauses:
+            params.append([f"{key} {t.lexeme}" for t in clause])
+            held.append(f"lexical_keys(c.tenant, c.tsv) @> ${len(params)}::text[]")
+        where = _filter_sql(filters, params)
+        return await conn.fetch(
+            "SELECT c.id, c.term_count, "
+            "ts_filter(setweight(c.tsv, 'A', $2::text[]), '{a}')::text AS terms "
+            f"FROM chunks c {_FILTER_JOINS_FROM_CHUNKS if filters else ''} "
+            f"WHERE ({' OR '.join(held)}) AND c.tenant = $1 AND c.id <> ALL($3::bigint[]) "
+            f"{where} LIMIT $4",
+            *params,
+        )
 
     async def hits(self, tenant: str, chunk_ids: Sequence[int]) -> dict[int, Hit]:
         rows = await self._pool.fetch(
@@ -772,10 +793,6 @@ def _lexemes(text: str) -> str:
     URLs whole ("/etc/passwd" would be one term no query word matches); measured on the quality
     benchmark, +0.016 nDCG@10 for the lexical leg (bench/quality/results.md)."""
     return f"to_tsvector('{TEXT_SEARCH_CONFIG}', regexp_replace({text}, '[^[:alnum:]]+', ' ', 'g'))"
-
-
-def _quote_lexeme(lexeme: str) -> str:
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 async def _learn_terms(conn: Connection, tenant: str, document_id: str) -> None:

@@ -1,0 +1,108 @@
+"""The lexical leg against BM25 computed here from every chunk, on a real PostgreSQL.
+
+The store scores only the chunks its plan asks the index for (knowledge/bm25.py); these tests
+compute BM25 over all of the tenant's chunks, independently, and compare.
+"""
+
+import math
+import random
+
+import asyncpg
+import numpy as np
+import pytest
+
+from agentic_rag.knowledge import bm25
+from agentic_rag.knowledge.documents import Chunk, ExtractedDocument, Section
+from agentic_rag.knowledge.store import LEXICAL_EXACT_TOP, Filters, KnowledgeStore
+
+# Words of every frequency: a few in most chunks, most in a few (Zipf-like).
+VOCABULARY = [f"w{i:03d}x" for i in range(300)]
+
+
+def _corpus(seed: int, chunks: int) -> list[str]:
+    rng = random.Random(seed)
+    weights = [1 / (rank + 1) for rank in range(len(VOCABULARY))]
+    return [" ".join(rng.choices(VOCABULARY, weights, k=rng.randint(5, 40))) for _ in range(chunks)]
+
+
+async def _write(store: KnowledgeStore, tenant: str, texts: list[str]) -> None:
+    space = await store.open_space("test-model", 4)
+    source = await store.upsert_source(tenant, "text", "corpus", "", {})
+    for start in range(0, len(texts), 100):
+        part = texts[start : start + 100]
+        document = ExtractedDocument(
+            uri=f"doc-{start}",
+            title="",
+            mime_type="text/plain",
+            sections=[Section(t) for t in part],
+        )
+        chunks = [Chunk(i, t, 0, len(t), token_count=len(t)) for i, t in enumerate(part)]
+        vectors = np.ones((len(part), 4), dtype=np.float32) / 2
+        await store.write_document(tenant, source, document, chunks, vectors, space)
+
+
+async def _reference(pool: asyncpg.Pool, tenant: str, query: str) -> list[tuple[int, float]]:
+    """BM25 (k1 1.2, b 0.75) over every chunk of the tenant, from the stored term counts."""
+    rows = await pool.fetch(
+        "SELECT c.id, c.term_count, u.lexeme, cardinality(u.positions) AS tf "
+        "FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u WHERE c.tenant = $1",
+        tenant,
+    )
+    lengths = {r["id"]: r["term_count"] for r in rows}
+    average = sum(lengths.values()) / len(lengths)
+    words = set(query.split())
+    df = {w: sum(1 for r in rows if r["lexeme"] == w) for w in words}
+    scores: dict[int, float] = {}
+    for r in rows:
+        word = r["lexeme"]
+        if word in words:
+            idf = math.log(1 + (len(lengths) - df[word] + 0.5) / (df[word] + 0.5))
+            tf, norm = r["tf"], 1.2 * (0.25 + 0.75 * lengths[r["id"]] / average)
+            scores[r["id"]] = scores.get(r["id"], 0.0) + idf * tf * 2.2 / (tf + norm)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+@pytest.fixture
+async def store(pool: asyncpg.Pool) -> KnowledgeStore:
+    return KnowledgeStore(pool)
+
+
+async def test_the_top_is_bm25s_over_every_chunk(store: KnowledgeStore, pool: asyncpg.Pool) -> None:
+    await _write(store, "acme", _corpus(1, 1200))
+    await _write(store, "other", _corpus(2, 300))  # another tenant's chunks change nothing
+    rng = random.Random(3)
+    for _ in range(25):
+        query = " ".join(rng.sample(VOCABULARY[:120], rng.randint(1, 6)))
+        expected = (await _reference(pool, "acme", query))[:LEXICAL_EXACT_TOP]
+        got = await store.lexical("acme", query, LEXICAL_EXACT_TOP, Filters())
+        assert [c for c, _ in got] == [c for c, _ in expected], query
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-6)
+
+
+async def test_a_spent_budget_keeps_the_best_of_what_was_scored(
+    store: KnowledgeStore, pool: asyncpg.Pool
+) -> None:
+    await _write(store, "acme", _corpus(4, 600))
+    query = " ".join(VOCABULARY[:4])  # the most frequent words: most chunks hold one of them
+    everything = dict(await _reference(pool, "acme", query))
+    got = await store.lexical("acme", query, 10, Filters(), budget=50)
+    assert len(got) == 10
+    # Real scores of real matches, best first, though not necessarily the overall best.
+    assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+    for chunk, score in got:
+        assert score == pytest.approx(everything[chunk], rel=1e-6)
+
+
+def test_the_term_sets_asked_are_the_smallest_that_reach_the_threshold() -> None:
+    rare, mid, common = (
+        bm25.Term(w, df, idf) for w, df, idf in [("r", 1, 4.0), ("m", 5, 2.0), ("c", 50, 1.0)]
+    )
+    bound = {t.lexeme: t.bound for t in (rare, mid, common)}
+    sets = bm25.reaching([rare, mid, common], bound["m"] + bound["c"])
+    # 'r' alone reaches it; without 'r', only 'm' and 'c' together do.
+    assert [[t.lexeme for t in s] for s in sets] == [["r"], ["m", "c"]]
+    assert bm25.reaching([rare], bound["r"] + 1) == []
+
+
+def test_term_frequencies_are_read_from_a_tsvector() -> None:
+    assert bm25.term_frequencies("'famili':3A,17A 'it''s':5A") == {"famili": 2, "it's": 1}
