@@ -22,6 +22,13 @@ from agentic_rag.a2a.tasks import LocalWorkQueue, TaskService
 from agentic_rag.config import Settings, keys_create_command
 from agentic_rag.home import HomePage
 from agentic_rag.mcp.http import McpHttp
+from agentic_rag.network.delegating import open_delegation
+from agentic_rag.network.delegation import DelegationService
+from agentic_rag.network.delegation_skills import add_delegation_skills
+from agentic_rag.network.orchestration import Orchestrator
+from agentic_rag.network.rest import NetworkRoutes
+from agentic_rag.network.service import Network, open_network
+from agentic_rag.network.skills import add_network_skills
 from agentic_rag.observability import metrics as observed
 from agentic_rag.observability.health import HealthEndpoints
 from agentic_rag.observability.middleware import ObservabilityMiddleware
@@ -60,6 +67,9 @@ class Engine:
     keys: SigningKeys
     api_keys: ApiKeyStore
     auth: Authenticator
+    network: Network
+    delegation: DelegationService
+    orchestrator: Orchestrator
 
     def __init__(
         self,
@@ -123,6 +133,7 @@ class Engine:
         if tokens is not None:
             self._stack.push_async_callback(tokens.aclose)
         self._check_exposure()
+        self.network = await open_network(settings, self.pool, self._stack)
 
         cluster = await Cluster.join(dsn)
         self._stack.push_async_callback(cluster.leave)
@@ -147,6 +158,9 @@ class Engine:
         queue = LocalWorkQueue()
         self.service = TaskService(
             store, journal, bus, self.registry, queue, notifier, guard, cluster
+        )
+        self.delegation, self.orchestrator = open_delegation(
+            settings, self.pool, self.network, self.registry, lambda: self.service, self._stack
         )
         runner = Runner(self.service, queue, max_running=settings.max_running_tasks)
         await self.service.recover()
@@ -237,6 +251,8 @@ def build_engine(
         return Engine(settings, registry, transport=transport)
     engine: Engine  # the product's skills reach the engine's knowledge service once it runs
     product = default_registry(lambda: engine.knowledge)
+    add_network_skills(product, lambda: engine.network.peers, settings.agent_name)
+    add_delegation_skills(product, lambda: engine.delegation, lambda: engine.orchestrator)
     engine = Engine(settings, product, knowledge=True, transport=transport)
     return engine
 
@@ -278,6 +294,7 @@ def build_app(settings: Settings | None = None, registry: SkillRegistry | None =
         routes=[
             *health.routes(),
             *a2a.routes(),
+            *NetworkRoutes(engine).routes(),
             HomePage(settings).route(),
             Mount("/", app=mcp.app),
         ],

@@ -178,6 +178,39 @@ class Settings(BaseSettings):
         30, ge=1, description="How long explain_answer can replay a retrieval."
     )
 
+    peers_allow_private: list[str] = Field(
+        default_factory=list,
+        description="Hosts or CIDRs of peer agents reachable despite the SSRF guard (intranets).",
+    )
+    peer_heartbeat_interval_seconds: float = Field(
+        30.0, gt=0, description="How often peers send heartbeats; probes of the others, as often."
+    )
+    peer_heartbeat_timeout_seconds: float = Field(
+        60.0, gt=0, description="A peer not heard from for this long is marked unhealthy."
+    )
+    session_idle_seconds: float = Field(
+        6 * 3600.0, gt=0, description="An A2A context (session) expires after this long idle."
+    )
+    session_limit_enabled: bool = Field(
+        False, description="Cap the active sessions of each tenant at `session_limit`."
+    )
+    session_limit: int = Field(
+        100, ge=1, description="Active sessions per tenant when the cap is switched on."
+    )
+
+    delegation_poll_seconds: float = Field(
+        1.0, gt=0, description="How often a delegated task is polled on a peer that cannot stream."
+    )
+    delegation_backoff_seconds: float = Field(
+        0.5, gt=0, description="First wait before a peer that was unavailable is tried again."
+    )
+    delegation_backoff_max_seconds: float = Field(
+        30.0, gt=0, description="Longest wait between two tries of an unavailable peer."
+    )
+    delegation_request_timeout_seconds: float = Field(
+        30.0, gt=0, description="Timeout of one request to a peer (a stream may last longer)."
+    )
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lowercase_level(cls, value: object) -> object:

@@ -32,7 +32,7 @@ from agentic_rag.a2a.errors import (
 from agentic_rag.a2a.jsonrpc import RequestId, RPCError
 from agentic_rag.a2a.schema import TaskIdParams
 from agentic_rag.a2a.store import Event
-from agentic_rag.a2a.tasks import Accepted, final_status, with_history
+from agentic_rag.a2a.tasks import Accepted, Reply, final_status, with_history
 from agentic_rag.config import Settings
 from agentic_rag.observability.middleware import record_rpc_call
 from agentic_rag.security.principal import ALL_SCOPES, Scope, principal_of
@@ -255,9 +255,7 @@ class A2AEndpoints:
         config = send.configuration
         blocking = config is None or config.blocking is not False
         service = self._engine.service
-        outcome = await service.send(
-            tenant_of(request), send, reply="final" if blocking else "created"
-        )
+        outcome = await self._accept(request, send, "final" if blocking else "created")
         history = config.history_length if config else None
         if outcome.events is None:
             return self._result(rid, _dump(with_history(outcome.snapshot, history)))
@@ -274,8 +272,18 @@ class A2AEndpoints:
 
     async def _stream(self, request: Request, rid: RequestId, params: Any) -> Response:
         send = _validate(SendParams, params)
-        outcome = await self._engine.service.send(tenant_of(request), send, reply="stream")
+        outcome = await self._accept(request, send, "stream")
         return self._sse(_accepted_events(rid, outcome))
+
+    async def _accept(self, request: Request, send: SendParams, reply: Reply) -> Accepted:
+        """`TaskService.send` in the caller's session (network/sessions.py): a message that
+        would open a session beyond the tenant's limit is refused before any task exists."""
+        principal, sessions = principal_of(request.scope), self._engine.network.sessions
+        send = await sessions.admit(principal, send)
+        outcome = await self._engine.service.send(principal.tenant, send, reply=reply)
+        if send.message.context_id is None:  # a message to a task: its context is the session
+            await sessions.touch(principal, outcome.snapshot.context_id)
+        return outcome
 
     async def _get(self, request: Request, rid: RequestId, params: Any) -> Response:
         query = _validate(QueryParams, params)

@@ -96,6 +96,12 @@ class Metrics:
             ["credential_kind"],
             registry=r,
         )
+        self.peer_health_changes = Counter(
+            "agentic_rag_peer_health_changes",
+            "Peers of the agent network changing health, by the new status (healthy, unhealthy).",
+            ["status"],
+            registry=r,
+        )
 
     def child(self, metric: Any, *labels: str) -> Any:
         """`metric.labels(*labels)`, cached: `labels()` takes a lock and checks on every call."""
@@ -193,6 +199,13 @@ def record_rate_limited(credential_kind: str) -> None:
     metrics = _CURRENT.get()
     if metrics is not None:
         metrics.child(metrics.rate_limited, credential_kind).inc()
+
+
+def record_peer_health(status: str) -> None:
+    """A peer of the agent network became `status` (counted once, by the worker that judged)."""
+    metrics = _CURRENT.get()
+    if metrics is not None:
+        metrics.child(metrics.peer_health_changes, status).inc()
 
 
 def record_task_events(previous: Task | None, events: Sequence[object]) -> None:

@@ -4,6 +4,7 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agentic_rag.network.problems import problem_response
 from agentic_rag.security.auth import Authenticator, AuthFailure
 from agentic_rag.security.principal import SCOPE_KEY
 
@@ -20,6 +21,8 @@ PUBLIC_PATHS = frozenset(
         "/metrics",
     }
 )
+# The operators' REST routes of the agent network (agentic_rag/network/rest.py).
+PROBLEM_PATHS = "/a2a/"
 # `GET /` is the home page (home.py); `POST /` is JSON-RPC and needs a credential.
 PUBLIC_PAGES = frozenset({("GET", "/"), ("HEAD", "/")})
 
@@ -42,6 +45,17 @@ class AuthenticationMiddleware:
         try:
             scope[SCOPE_KEY] = await self._authenticator().authenticate(scope)
         except AuthFailure as failure:
-            await failure.response()(scope, receive, send)
+            if scope["path"].startswith(PROBLEM_PATHS):  # REST routes answer RFC 7807 problems
+                response = problem_response(
+                    failure.status,
+                    "unauthenticated" if failure.status == 401 else "rate-limited",
+                    failure.message,
+                    instance=scope["path"],
+                    headers=failure.headers,
+                    code=failure.code,
+                )
+            else:
+                response = failure.response()
+            await response(scope, receive, send)
             return
         await self.app(scope, receive, send)

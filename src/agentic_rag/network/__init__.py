@@ -1,0 +1,1 @@
+"""The agent network: peers, their health, delegation to them and orchestration across them."""

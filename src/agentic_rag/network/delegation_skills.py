@@ -1,0 +1,57 @@
+"""The skills of delegation and orchestration: `delegate_task` and `orchestrate`.
+
+Both are resumable: each runs as a durable A2A task (its id is the delegation's or the plan's
+id), which a restart, or another worker when this one dies, runs again to continue.
+"""
+
+from collections.abc import Callable
+
+from agentic_rag.network.delegation import DelegationRequest, DelegationResult, DelegationService
+from agentic_rag.network.orchestration import (
+    OrchestrateInput,
+    OrchestrationResult,
+    Orchestrator,
+)
+from agentic_rag.skills import SkillContext, SkillRegistry
+
+
+def add_delegation_skills(
+    registry: SkillRegistry,
+    delegation: Callable[[], DelegationService],
+    orchestrator: Callable[[], Orchestrator],
+) -> None:
+    """Add the skills to `registry`; the services are the running engine's (functions, since
+    they exist only once it has started)."""
+
+    @registry.skill(
+        description=(
+            "Hand a task to a peer agent over A2A and follow it to its end: the peer's "
+            'progress and artifacts become this task\'s. target_agent: a peer id or "best" '
+            "(a healthy peer offering capability_name); parameters: the peer skill's arguments."
+        ),
+        tags=["network", "delegation"],
+        examples=['{"capability_name": "summarize", "parameters": {"text": "..."}}'],
+        render=DelegationResult.render,
+        resumable=True,
+    )
+    async def delegate_task(ctx: SkillContext, args: DelegationRequest) -> DelegationResult:
+        return await delegation().run(ctx, args)
+
+    @registry.skill(
+        description=(
+            "Run a plan of steps (this agent's skills, or peers' capabilities) as tasks, "
+            "independent steps in parallel, a step's input referring to earlier outputs as "
+            '"${step.field}"; the result gathers every step\'s outcome. Without a plan, the '
+            "configured LLM plans the goal."
+        ),
+        tags=["network", "orchestration"],
+        examples=[
+            '{"goal": "...", "plan": [{"id": "a", "skill": "help"}, '
+            '{"id": "b", "capability": "summarize", "input": {"text": "${a.text}"}, '
+            '"depends_on": ["a"]}]}'
+        ],
+        render=OrchestrationResult.render,
+        resumable=True,
+    )
+    async def orchestrate(ctx: SkillContext, args: OrchestrateInput) -> OrchestrationResult:
+        return await orchestrator().run(ctx, args)

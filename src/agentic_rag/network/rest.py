@@ -1,0 +1,371 @@
+"""The operators' REST routes of the agent network, under `/a2a/` (spec/network-openapi.json).
+
+They sit behind the same authentication, rate limits and tenant isolation as everything else
+(the middleware gives every request its principal; every query is the principal's tenant's),
+need the scope `read` (GET) or `write` (POST, DELETE), and answer errors as RFC 7807 problem
+details (`problems.py`). The delegation routes hand over to the `DelegationService`.
+"""
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import orjson
+from pydantic import BaseModel, ValidationError
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route, Router
+from starlette.types import Receive, Scope, Send
+
+from agentic_rag.a2a.errors import A2AError, TaskNotCancelableError, TaskNotFoundError
+from agentic_rag.network.delegation import DelegationRefused, DelegationRequest
+from agentic_rag.network.problems import Problem, problem_response
+from agentic_rag.network.records import (
+    AgentList,
+    DelegatedTask,
+    DelegationAccepted,
+    Heartbeat,
+    Registered,
+    RegisterRequest,
+    SessionList,
+    agent_record,
+    discover,
+    session_record,
+)
+from agentic_rag.network.registration import RegistrationError
+from agentic_rag.security.principal import Principal, principal_of
+from agentic_rag.security.ssrf import UnsafeURLError
+
+if TYPE_CHECKING:
+    from agentic_rag.app import Engine
+
+log = logging.getLogger(__name__)
+
+PREFIX = "/a2a"
+MAX_BODY_BYTES = 1024 * 1024
+MAX_WAIT_SECONDS = 300.0
+# Every method reaches `_dispatch`, which answers those a path does not serve with a problem.
+_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
+# -- the routes ---------------------------------------------------------------------------------
+
+type Handler = Callable[[Request], Awaitable[Response]]
+
+
+class NetworkRoutes:
+    def __init__(self, engine: "Engine") -> None:
+        self._engine = engine
+
+    def routes(self) -> list[BaseRoute]:
+        paths: list[tuple[str, dict[str, Handler]]] = [
+            ("/agents/register", {"POST": self.register}),
+            ("/agents", {"GET": self.list_agents}),
+            ("/agents/{agent_id}", {"GET": self.get_agent, "DELETE": self.remove_agent}),
+            ("/agents/{agent_id}/heartbeat", {"POST": self.heartbeat}),
+            ("/capabilities", {"GET": self.capabilities}),
+            ("/tasks/delegate", {"POST": self.delegate}),
+            ("/tasks/{task_id}/result", {"GET": self.result}),
+            ("/tasks/{task_id}", {"DELETE": self.cancel}),
+            ("/sessions", {"GET": self.list_sessions}),
+            ("/sessions/{context_id}", {"GET": self.get_session}),
+        ]
+        router = Router(
+            [Route(path, _dispatch(handlers), methods=_METHODS) for path, handlers in paths],
+            default=_not_found,
+        )
+        return [Mount(PREFIX, app=router)]
+
+    # -- registry and health ------------------------------------------------------------------
+
+    async def register(self, request: Request) -> Response:
+        principal = _allowed(request, "write")
+        body = _parse(RegisterRequest, await _body(request))
+        registrar = self._engine.network.registrar
+        try:
+            if body.card_url is not None:
+                peer = await registrar.from_card_url(principal.tenant, body.card_url)
+            elif body.card is not None:
+                peer = await registrar.from_card(principal.tenant, body.card)
+            else:
+                assert body.agent_type and body.endpoint_url and body.capabilities
+                peer = await registrar.from_declaration(
+                    principal.tenant, body.agent_type, body.endpoint_url, body.capabilities
+                )
+        except RegistrationError as exc:
+            status = 502 if exc.kind == "card-unreachable" else 422
+            raise Problem(status, exc.kind, str(exc), field=exc.field) from None
+        log.info("peer %s (%s) registered at %s", peer.id, peer.name, peer.endpoint)
+        registered = Registered(
+            agent_id=peer.id,
+            registered_at=peer.registered_at,
+            agent=agent_record(peer),
+            heartbeat_interval_seconds=self._engine.settings.peer_heartbeat_interval_seconds,
+        )
+        return _json(registered, 201)
+
+    async def heartbeat(self, request: Request) -> Response:
+        principal = _allowed(request, "write")
+        agent_id = request.path_params["agent_id"]
+        peer = await self._engine.network.health.heartbeat(principal.tenant, agent_id)
+        if peer is None:
+            raise _no_agent(agent_id)
+        assert peer.last_heartbeat is not None
+        settings = self._engine.settings
+        return _json(
+            Heartbeat(
+                agent_id=peer.id,
+                health_status=peer.health,
+                last_heartbeat=peer.last_heartbeat,
+                heartbeat_interval_seconds=settings.peer_heartbeat_interval_seconds,
+                heartbeat_timeout_seconds=settings.peer_heartbeat_timeout_seconds,
+            )
+        )
+
+    async def list_agents(self, request: Request) -> Response:
+        principal = _allowed(request, "read")
+        capability = _query(request, "capability")
+        healthy_only = _flag(request, "healthy_only", default=False)
+        peers = await self._engine.network.peers.find(
+            principal.tenant, capability, healthy_only=healthy_only
+        )
+        return _json(AgentList(agents=[agent_record(p) for p in peers]))
+
+    async def get_agent(self, request: Request) -> Response:
+        principal = _allowed(request, "read")
+        agent_id = request.path_params["agent_id"]
+        peer = await self._engine.network.peers.get(principal.tenant, agent_id)
+        if peer is None:
+            raise _no_agent(agent_id)
+        return _json(agent_record(peer))
+
+    async def remove_agent(self, request: Request) -> Response:
+        principal = _allowed(request, "write")
+        agent_id = request.path_params["agent_id"]
+        if not await self._engine.network.peers.remove(principal.tenant, agent_id):
+            raise _no_agent(agent_id)
+        log.info("peer %s removed", agent_id)
+        return Response(status_code=204)
+
+    async def capabilities(self, request: Request) -> Response:
+        """This agent's and every healthy peer's capabilities, or those named `capability`."""
+        principal = _allowed(request, "read")
+        engine = self._engine
+        offered = await discover(
+            engine.network.peers,
+            engine.registry,
+            engine.settings.agent_name,
+            principal.tenant,
+            _query(request, "capability"),
+        )
+        return _json(offered)
+
+    # -- delegation (the DelegationService does the work) ---------------------------------------
+
+    async def delegate(self, request: Request) -> Response:
+        principal = _allowed(request, "write")
+        body = _parse(DelegationRequest, await _body(request))
+        try:
+            task_id = await self._engine.delegation.delegate(principal, body)
+        except DelegationRefused as exc:
+            raise Problem(422, "delegation-refused", str(exc)) from None
+        except UnsafeURLError as exc:
+            raise Problem(
+                422,
+                "unsafe-url",
+                f"{exc}; private addresses can be allowed with AGENTIC_RAG_PUSH_ALLOW_PRIVATE",
+            ) from None
+        except A2AError as exc:
+            raise _task_problem(exc) from None
+        return _json(DelegationAccepted(task_id=task_id), 202)
+
+    async def result(self, request: Request) -> Response:
+        principal = _allowed(request, "read")
+        task_id = request.path_params["task_id"]
+        wait = _number(request, "wait_seconds", default=0.0, high=MAX_WAIT_SECONDS)
+        try:
+            task = await self._engine.delegation.result(principal, task_id, wait)
+        except A2AError as exc:
+            raise _task_problem(exc) from None
+        if task is None:
+            raise Problem(
+                408,
+                "result-timeout",
+                f"task {task_id} did not finish within {wait:g} s; ask again later",
+                task_id=task_id,
+            )
+        return _json(
+            DelegatedTask(
+                task_id=task.id,
+                status=task.status.state.value,
+                task=task.model_dump(mode="json", by_alias=True, exclude_none=True),
+            )
+        )
+
+    async def cancel(self, request: Request) -> Response:
+        principal = _allowed(request, "write")
+        task_id = request.path_params["task_id"]
+        try:
+            task = await self._engine.delegation.cancel(principal, task_id)
+        except A2AError as exc:
+            raise _task_problem(exc) from None
+        return _json(
+            DelegatedTask(
+                task_id=task.id,
+                status=task.status.state.value,
+                task=task.model_dump(mode="json", by_alias=True, exclude_none=True),
+            )
+        )
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    async def list_sessions(self, request: Request) -> Response:
+        principal = _allowed(request, "read")
+        sessions = await self._engine.network.sessions.list(principal.tenant)
+        return _json(SessionList(sessions=[session_record(s) for s in sessions]))
+
+    async def get_session(self, request: Request) -> Response:
+        principal = _allowed(request, "read")
+        context_id = request.path_params["context_id"]
+        session = await self._engine.network.sessions.get(principal.tenant, context_id)
+        if session is None:
+            raise Problem(
+                404, "not-found", f"no active session {context_id!r} (it may have expired)"
+            )
+        return _json(session_record(session, whole=True))
+
+
+# -- what every route shares ----------------------------------------------------------------------
+
+
+def _dispatch(handlers: dict[str, Handler]) -> Handler:
+    """One endpoint per path: the handler of the request's method, a 405 problem for others,
+    and any error as a problem."""
+    allowed = ", ".join(sorted(handlers))
+
+    async def endpoint(request: Request) -> Response:
+        handler = handlers.get(request.method)
+        try:
+            if handler is None:
+                raise Problem(
+                    405,
+                    "method-not-allowed",
+                    f"{request.method} is not allowed here; allowed: {allowed}",
+                    headers={"Allow": allowed},
+                )
+            return await handler(request)
+        except Problem as problem:
+            return problem.response(request.url.path)
+        except ClientDisconnect:
+            return Response(status_code=400)
+        except Exception:
+            log.exception("internal error answering %s %s", request.method, request.url.path)
+            return problem_response(
+                500,
+                "internal",
+                "internal error; the server log has details",
+                instance=request.url.path,
+            )
+
+    return endpoint
+
+
+async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    response = problem_response(
+        404, "not-found", f"no route {scope['path']}", instance=scope["path"]
+    )
+    await response(scope, receive, send)
+
+
+def _allowed(request: Request, scope: str) -> Principal:
+    principal = principal_of(request.scope)
+    if not principal.allows(scope):
+        raise Problem(
+            403,
+            "forbidden",
+            f"this credential lacks the scope {scope!r} that {request.method} "
+            f"{request.url.path} needs",
+        )
+    return principal
+
+
+async def _body(request: Request) -> bytes:
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise Problem(
+            415,
+            "unsupported-media-type",
+            f"Content-Type must be application/json, not {content_type or 'missing'!r}",
+        )
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise Problem(413, "too-large", f"the body exceeds {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse[M: BaseModel](model: type[M], body: bytes) -> M:
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise Problem(400, "invalid-json", f"the body is not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise Problem(422, "validation", "the body must be a JSON object")
+    try:
+        return model.model_validate(document)
+    except ValidationError as exc:
+        errors = [
+            {"field": ".".join(str(p) for p in e["loc"]) or "body", "problem": e["msg"]}
+            for e in exc.errors(include_url=False)
+        ]
+        summary = "; ".join(f"{e['field']}: {e['problem']}" for e in errors[:5])
+        raise Problem(422, "validation", f"invalid request: {summary}", errors=errors) from None
+
+
+def _query(request: Request, name: str) -> str | None:
+    value = request.query_params.get(name)
+    return value or None
+
+
+def _flag(request: Request, name: str, *, default: bool) -> bool:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return default
+    if value.lower() in ("true", "1", "yes"):
+        return True
+    if value.lower() in ("false", "0", "no"):
+        return False
+    raise Problem(422, "validation", f"{name} must be true or false, not {value!r}")
+
+
+def _number(request: Request, name: str, *, default: float, high: float) -> float:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not 0 <= number <= high:  # NaN fails too
+        raise Problem(
+            422, "validation", f"{name} must be a number from 0 to {high:g}, not {value!r}"
+        )
+    return number
+
+
+def _json(model: BaseModel, status: int = 200) -> Response:
+    return Response(model.model_dump_json(), status, media_type="application/json")
+
+
+def _no_agent(agent_id: str) -> Problem:
+    return Problem(404, "not-found", f"no agent {agent_id!r} is registered for this tenant")
+
+
+def _task_problem(error: A2AError) -> Problem:
+    if isinstance(error, TaskNotFoundError):
+        return Problem(404, "not-found", error.message)
+    if isinstance(error, TaskNotCancelableError):
+        return Problem(409, "not-cancelable", error.message)
+    return Problem(422, "delegation-refused", error.message, code=error.code)
