@@ -1,7 +1,8 @@
 """Ingestion throughput (issue 9, point 22): the product's pipeline against the raw embedder.
 
-    .venv/bin/python bench/knowledge_ingest.py           # ~6 minutes
-    .venv/bin/python bench/knowledge_ingest.py --quick   # ~2 minutes
+    .venv/bin/python bench/knowledge_ingest.py                   # ~13 minutes
+    .venv/bin/python bench/knowledge_ingest.py --quick           # ~4 minutes
+    .venv/bin/python bench/knowledge_ingest.py --only pdf-600    # ~7 minutes: section 4 alone
 
 1. Pipeline overhead. The same man pages (real text) go through `KnowledgeService.ingest_text`
    (a job per page: chunk, embed, store in one transaction) and, in the same process, their
@@ -15,6 +16,11 @@
 3. PDF: text PDFs made with reportlab (wrapped paragraphs, headings) through `ingest_pdf`:
    pages/s; and a few scanned pages (the same pages rasterised at 150 dpi, no text layer), which
    go through OCR: pages/s, reported separately.
+4. A 600-page PDF (issue 9, point 7): the same kind of text PDF cut to 60 and to 600 pages
+   (6 and 60 with --quick), each read by `PdfReader` page by page and ingested end to end
+   through `ingest_pdf`, each in a fresh process: pages/s, the growth of the peak resident
+   memory (VmHWM) and the peak of Python's allocations (tracemalloc), 600 against 60 pages.
+   `--only pdf-600` runs this section alone and keeps the other sections' figures.
 
 Results: bench/results/knowledge-ingest.{json,md}.
 """
@@ -22,18 +28,22 @@ Results: bench/results/knowledge-ingest.{json,md}.
 import argparse
 import asyncio
 import base64
+import gc
 import html
 import io
 import json
 import os
 import platform
 import random
+import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -46,7 +56,7 @@ from agentic_rag.ids import new_id
 from agentic_rag.knowledge.chunking import embedding_text
 from agentic_rag.knowledge.documents import ExtractedDocument
 from agentic_rag.knowledge.ingestion import EMBED_BATCH
-from agentic_rag.knowledge.results import CrawlRequest
+from agentic_rag.knowledge.results import CrawlRequest, IngestSummary
 from agentic_rag.knowledge.service import KnowledgeService
 from agentic_rag.knowledge.sources.markdown import markdown_sections
 from agentic_rag.storage.embedded import EmbeddedPostgres
@@ -327,6 +337,186 @@ async def pdfs(service: KnowledgeService, pages: list[corpus.Page], scans: int) 
     return result
 
 
+# -- 4. a 600-page PDF ----------------------------------------------------------------------------
+
+
+def long_pdfs(directory: Path, sizes: tuple[int, ...]) -> dict[int, Path]:
+    """Text PDFs of `sizes` pages, written to `directory`: the first pages of one PDF made
+    from distinct man pages, so that the shorter is the start of the longer; and its first 2
+    pages as `warm-up.pdf`."""
+    import pypdfium2 as pdfium
+
+    pages = [p for p in corpus.pages(1000) if 2000 <= len(p.markdown) <= 8000]
+    whole = pdfium.PdfDocument(text_pdf(pages))
+    if len(whole) < max(sizes):
+        raise SystemExit(f"the man pages make only {len(whole)} PDF pages")
+    (directory / "warm-up.pdf").write_bytes(_first_pages(whole, 2))
+    paths = {}
+    for size in sizes:
+        paths[size] = directory / f"manual-{size}.pdf"
+        paths[size].write_bytes(_first_pages(whole, size))
+    return paths
+
+
+def _first_pages(pdf: Any, count: int) -> bytes:
+    import pypdfium2 as pdfium
+
+    part = pdfium.PdfDocument.new()
+    part.import_pages(pdf, list(range(count)))
+    buffer = io.BytesIO()
+    part.save(buffer)
+    return buffer.getvalue()
+
+
+def _memory_kb() -> tuple[int, int]:
+    """(resident, peak resident) memory of this process in kB; the peak since `_reset_peak`."""
+    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
+    return int(status["VmRSS"].split()[0]), int(status["VmHWM"].split()[0])
+
+
+def _reset_peak() -> None:
+    """Restart the peak resident memory (VmHWM) from the current one (Linux 4.0 and later)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+class Measured:
+    """Time and memory growth of what runs inside: the peak resident memory over the resident
+    memory before, and the peak of Python's own allocations (tracemalloc, which slows Python
+    code and leaves C code alone: the embedder, PDFium, the tokenizer)."""
+
+    figures: dict[str, float]
+
+    def __enter__(self) -> "Measured":
+        gc.collect()
+        _reset_peak()
+        self._before, _ = _memory_kb()
+        tracemalloc.start()
+        self._started = time.perf_counter()
+        return self
+
+    def peak_growth_mb(self) -> float:
+        """The peak resident memory's growth so far."""
+        return round((_memory_kb()[1] - self._before) / 1024, 1)
+
+    def __exit__(self, *exc: object) -> None:
+        seconds = time.perf_counter() - self._started
+        python_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        after, peak = _memory_kb()
+        self.figures = {
+            "seconds": round(seconds, 3),
+            "rss_before_mb": round(self._before / 1024, 1),
+            "rss_peak_growth_mb": round((peak - self._before) / 1024, 1),
+            "rss_after_growth_mb": round((after - self._before) / 1024, 1),
+            "python_peak_mb": round(python_peak / 2**20, 1),
+        }
+
+
+def read_child(path: Path) -> dict[str, Any]:
+    """In a fresh process: `PdfReader` over the PDF's bytes, page by page, keeping nothing."""
+    from agentic_rag.knowledge.sources.pdf import PdfReader
+
+    with PdfReader(path.parent / "warm-up.pdf") as warm:  # loads PDFium and the fonts
+        list(warm.pages())
+    data = path.read_bytes()
+    pages = chars = 0
+    with Measured() as measured, PdfReader(data, name=path.name) as reader:
+        for page in reader.pages():
+            pages, chars = pages + 1, chars + len(page.text)
+    return {"pages": pages, "text_chars": chars, **measured.figures}
+
+
+async def ingest_child(path: Path, dsn: str) -> dict[str, Any]:
+    """In a fresh process: the PDF through `KnowledgeService.ingest_pdf`, end to end, with the
+    peak memory's growth when the last page is read and when the last chunk is embedded. Warmed
+    up first (a 2-page PDF, then a full batch of chunks at the embedder's limit), so that ONNX
+    Runtime's memory has its working size before the measurement."""
+    data = await asyncio.to_thread(path.read_bytes)
+    warm_up = await asyncio.to_thread((path.parent / "warm-up.pdf").read_bytes)
+    root = Path(tempfile.mkdtemp(prefix="knowledge-pdf-"))
+    pool = await connect(dsn, size=4)
+    service = KnowledgeService(Settings(data_dir=root), pool)
+    await service.start()
+    tenant = f"{path.stem}-{new_id()}"
+    pages: list[str] = []
+    measured: Measured | None = None
+    stages: dict[str, float] = {}
+
+    async def report(message: str) -> None:
+        if ": page " in message:
+            pages.append(message)
+        last_page = re.search(r": page (\d+) of \1$", message)
+        last_chunk = re.search(r": embedded (\d+) of \1 chunks$", message)
+        if measured is not None and (last_page or last_chunk):
+            stages["read" if last_page else "embedded"] = measured.peak_growth_mb()
+
+    async def ingest(pdf: bytes, name: str) -> IngestSummary:
+        return await service.ingest_pdf(
+            tenant,
+            new_id(),
+            report,
+            data=base64.b64encode(pdf).decode(),
+            url=None,
+            path=None,
+            filename=name,
+            metadata={},
+        )
+
+    try:
+        await ingest(warm_up, "warm-up.pdf")
+        await service.embedder.embed(["words " * 300] * EMBED_BATCH)
+        pages.clear()
+        with Measured() as measured:
+            summary = await ingest(data, path.name)
+    finally:
+        await service.stop()
+        await pool.close()
+        shutil.rmtree(root, ignore_errors=True)
+    return {
+        "progress_pages": len(pages),
+        "chunks": summary.chunks,
+        "rss_peak_growth_at_mb": stages,
+        **measured.figures,
+    }
+
+
+def _child(mode: str, path: Path, dsn: str = "") -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", mode, "--pdf", str(path), "--dsn", dsn]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{mode} {path.name} failed:\n{done.stderr}")
+    figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return figures
+
+
+def long_pdf(sizes: tuple[int, ...]) -> dict[str, Any]:
+    """Each size read, then ingested, each in a fresh process, on one embedded PostgreSQL."""
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    started = time.time()
+    directory = Path(tempfile.mkdtemp(prefix="knowledge-long-pdf-"))
+    server = EmbeddedPostgres(directory / "postgres")
+    try:
+        paths = long_pdfs(directory, sizes)
+        dsn = server.start()
+        runs = []
+        for size, path in paths.items():
+            read = _child("read", path)
+            print(f"  read {size} pages in {read['seconds']} s", flush=True)
+            ingest = _child("ingest", path, dsn)
+            print(f"  ingested {size} pages in {ingest['seconds']} s", flush=True)
+            runs.append(
+                {"pages": size, "pdf_bytes": path.stat().st_size, "read": read, "ingest": ingest}
+            )
+    finally:
+        server.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)),
+        "load_average": load,
+        "runs": runs,
+    }
+
+
 # -- the run ------------------------------------------------------------------------------------
 
 
@@ -429,33 +619,140 @@ def render(r: dict[str, Any]) -> str:
         "Scanned: the text PDF's first pages rasterised at 150 dpi (greyscale, no text layer), "
         "read by rapidocr.",
     ]
+    if "long_pdf" in r:
+        lines += ["", *render_long_pdf(r["long_pdf"])]
     findings = RESULTS / "knowledge-ingest-findings.md"
     if findings.exists():
         lines += ["", findings.read_text().strip()]
     return "\n".join(lines) + "\n"
 
 
+def render_long_pdf(r: dict[str, Any]) -> list[str]:
+    small, large = r["runs"]
+    lines = [
+        f"## A {large['pages']}-page PDF: page by page, bounded memory (issue 9, point 7)",
+        "",
+        f"Run {r['date']} UTC, load average before {r['load_average']}. The same kind of text "
+        f"PDF as above (man pages through reportlab), cut to {small['pages']} and "
+        f"{large['pages']} pages (the shorter is the start of the longer). Each figure comes "
+        "from a fresh process, warmed up first (PDFium; for ingestion also a 2-page PDF and a "
+        "full batch of the embedder). *Read*: `PdfReader` over the PDF's bytes, page by page, "
+        "keeping nothing. *Ingest*: `KnowledgeService.ingest_pdf` end to end (progress per "
+        "page, chunk, embed, store in one transaction). Memory: the growth of the peak resident "
+        "memory over the resident memory before (VmHWM, restarted through "
+        "`/proc/self/clear_refs`), and the peak of Python's allocations (tracemalloc, on during "
+        "the measurement: the seconds include its cost).",
+        "",
+        _row(
+            "",
+            "pages",
+            "PDF bytes",
+            "text chars",
+            "chunks",
+            "seconds",
+            "pages/s",
+            "peak RSS growth MB",
+            "Python peak MB",
+        ),
+        _row(*["---"] * 9),
+    ]
+    for mode in ("read", "ingest"):
+        for run in (small, large):
+            x = run[mode]
+            lines.append(
+                _row(
+                    mode,
+                    run["pages"],
+                    run["pdf_bytes"],
+                    run["read"]["text_chars"],
+                    x.get("chunks", ""),
+                    x["seconds"],
+                    f"**{round(run['pages'] / x['seconds'], 1)}**",
+                    x["rss_peak_growth_mb"],
+                    x["python_peak_mb"],
+                )
+            )
+        a, b = small[mode], large[mode]
+        lines.append(
+            _row(
+                f"{mode}: {large['pages']} / {small['pages']} pages",
+                f"{large['pages'] / small['pages']:g}",
+                f"{large['pdf_bytes'] / small['pdf_bytes']:.1f}",
+                f"{large['read']['text_chars'] / small['read']['text_chars']:.1f}",
+                f"{b['chunks'] / a['chunks']:.1f}" if "chunks" in a else "",
+                "",
+                "",
+                _ratio(b["rss_peak_growth_mb"], a["rss_peak_growth_mb"]),
+                _ratio(b["python_peak_mb"], a["python_peak_mb"]),
+            )
+        )
+    progress = [run["ingest"]["progress_pages"] for run in (small, large)]
+    lines += [
+        "",
+        f'Progress events "page N of M" during ingestion: {progress[0]} and {progress[1]}. '
+        "Peak RSS growth (MB) during ingestion once the last page was read, once the last "
+        "chunk was embedded, and at the end: "
+        + "; ".join(
+            f"{run['pages']} pages: {run['ingest']['rss_peak_growth_at_mb'].get('read', '-')}, "
+            f"{run['ingest']['rss_peak_growth_at_mb'].get('embedded', '-')}, "
+            f"{run['ingest']['rss_peak_growth_mb']}"
+            for run in (small, large)
+        )
+        + ".",
+    ]
+    return lines
+
+
+def _ratio(large: float, small: float) -> str:
+    return f"{large / small:.1f}" if small > 0 else "-"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--only",
+        choices=["pdf-600"],
+        help="run only this section; the other sections' figures are kept from the .json",
+    )
     parser.add_argument("--output", default="knowledge-ingest")
     parser.add_argument("--render", action="store_true", help="only rewrite the .md from the .json")
+    # One measurement of the 600-page section, run by this script in a fresh process.
+    parser.add_argument("--child", choices=["read", "ingest"], help=argparse.SUPPRESS)
+    parser.add_argument("--pdf", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--dsn", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.render:
-        saved = json.loads((RESULTS / f"{args.output}.json").read_text())
-        (RESULTS / f"{args.output}.md").write_text(render(saved))
+    if args.child:
+        figures = (
+            read_child(args.pdf)
+            if args.child == "read"
+            else asyncio.run(ingest_child(args.pdf, args.dsn))
+        )
+        print(json.dumps(figures))
         return
-    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    started = time.time()
-    result = asyncio.run(run(args.quick))
-    result.update(
-        date=time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)),
-        load_average=load,
-        seconds=round(time.time() - started),
-        machine=f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores",
-        quick=args.quick,
-    )
-    (RESULTS / f"{args.output}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    saved_path = RESULTS / f"{args.output}.json"
+    if args.render:
+        (RESULTS / f"{args.output}.md").write_text(render(json.loads(saved_path.read_text())))
+        return
+    long_sizes = (6, 60) if args.quick else (60, 600)
+    if args.only == "pdf-600":
+        result = json.loads(saved_path.read_text())
+        print("a 600-page PDF", flush=True)
+        result["long_pdf"] = long_pdf(long_sizes)
+    else:
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+        started = time.time()
+        result = asyncio.run(run(args.quick))
+        print("a 600-page PDF", flush=True)
+        result["long_pdf"] = long_pdf(long_sizes)
+        result.update(
+            date=time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)),
+            load_average=load,
+            seconds=round(time.time() - started),
+            machine=f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores",
+            quick=args.quick,
+        )
+    saved_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
     (RESULTS / f"{args.output}.md").write_text(render(result))
     print(render(result))
 
