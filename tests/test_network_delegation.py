@@ -3,19 +3,24 @@
 The peers are real processes: two instances of this server (one registered by its 0.2.1 card,
 the other by its 0.3.0 card) and a peer on the official a2a-sdk 1.x server (protocol 1.0).
 `delegate_task` is a durable local task whose id is the correlation id; it mirrors the remote
-task's progress and artifacts, times out with a reason, retries a peer that is unavailable,
-fails over to another peer, cancels the remote task when it is canceled, and continues after
-its worker dies.
+task's progress and artifacts, pauses when the peer asks for input and forwards the answer,
+tells its callbacks of its changes, is referenced by the caller's session, sends the
+credentials configured for the peer, times out with a reason, retries a peer that is
+unavailable, fails over to another peer, cancels the remote task when it is canceled, and
+continues after its worker dies.
 """
 
 import os
 import signal
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -26,6 +31,7 @@ from tests.live import free_port, serve_in_thread
 from tests.peers.network import (
     Delegator,
     Peers,
+    create_database,
     delegator,
     delegator_process,
     peers,
@@ -33,6 +39,7 @@ from tests.peers.network import (
     result_data,
     status_text,
 )
+from tests.rpc import call
 from tests.security_support import create_key
 
 
@@ -281,3 +288,149 @@ def test_a_delegation_whose_worker_dies_is_followed_to_its_end_by_another(
     assert result["remote_task_id"] == remote_id  # followed, not sent again
     assert result["text"] == "done after 10 updates"
     assert any(m.startswith(f"following task {remote_id}") for m in messages)
+
+
+def test_a_delegation_is_referenced_by_the_callers_session(
+    network: Peers, local: Delegator
+) -> None:
+    peer_id = local.register(card_url=network.ours_a)
+
+    task = local.delegate(target_agent=peer_id, capability_name="conformance", message="hi")
+
+    assert result_data(task)["text"] == "hi"
+    session = local.client.get(f"/a2a/sessions/{task['contextId']}").json()
+    assert session["delegations"] == [{"task_id": task["id"], "peer_id": peer_id}]
+    assert [(p["kind"], p["id"]) for p in session["participants"]] == [
+        ("caller", "local:local"),
+        ("peer", peer_id),
+    ]
+
+
+def test_a_peer_that_asks_for_input_pauses_the_delegation_until_the_caller_answers(
+    network: Peers, local: Delegator
+) -> None:
+    peer_id = local.register(card_url=network.ours_a)
+    name = local.client.get(f"/a2a/agents/{peer_id}").json()["agent_type"]
+
+    asked = local.delegate(target_agent=peer_id, capability_name="conformance", message="ask")
+
+    assert asked["status"]["state"] == "input-required"
+    assert status_text(asked) == (f"peer {name} asks: What should I answer? Reply on this task.")
+    answer = {
+        "role": "user",
+        "kind": "message",
+        "messageId": uuid.uuid4().hex,
+        "taskId": asked["id"],
+        "parts": [{"kind": "text", "text": "forty-two"}],
+    }
+    reply = call(local.client, "message/send", {"message": answer})
+    assert "result" in reply, reply
+    done = reply["result"]
+
+    result = result_data(done)
+    assert result["text"] == "you said: forty-two"
+    assert result["delegation_id"] == asked["id"]
+    remote = remote_task(network.ours_a, result["remote_task_id"])
+    assert remote["status"]["state"] == "completed"
+    assert [p["text"] for p in remote["history"][-1]["parts"]] == ["forty-two"]
+
+
+class Hooks:
+    """A real webhook receiver: the notifications each path got, with their headers."""
+
+    def __init__(self) -> None:
+        self.received: dict[str, list[tuple[dict[str, str], dict[str, Any]]]] = {}
+        self._lock = threading.Lock()
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/{name}", self._hook, methods=["POST"])])
+
+    async def _hook(self, request: Request) -> Response:
+        body = await request.json()
+        with self._lock:
+            self.received.setdefault(request.path_params["name"], []).append(
+                (dict(request.headers), body)
+            )
+        return Response(status_code=204)
+
+    def until_final(self, name: str) -> list[tuple[dict[str, str], dict[str, Any]]]:
+        deadline = time.monotonic() + 30
+        while not any(b["status"]["state"] == "completed" for _, b in self.received.get(name, [])):
+            assert time.monotonic() < deadline, f"{name}: {self.received.get(name)}"
+            time.sleep(0.05)
+        return self.received[name]
+
+
+def test_callbacks_hear_of_every_status_change_and_of_the_result(
+    network: Peers, local: Delegator
+) -> None:
+    hooks = Hooks()
+    peer_id = local.register(card_url=network.ours_a)
+    with serve_in_thread(hooks.app()) as hooks_url:
+        body = {
+            "target_agent": peer_id,
+            "capability_name": "conformance",
+            "message": "task 2 20",
+            "statusCallbackUrl": f"{hooks_url}/status",
+            "resultWebhookUrl": f"{hooks_url}/result",
+        }
+        accepted = local.client.post("/a2a/tasks/delegate", json=body)
+        assert accepted.status_code == 202, accepted.text
+        task_id = accepted.json()["task_id"]
+        status, result = hooks.until_final("status"), hooks.until_final("result")
+    jwks = local.client.get("/.well-known/jwks.json").json()
+
+    # The status callback heard of the progress (working, with its message) and the end.
+    working = [status_text(b) for _, b in status if b["status"]["state"] == "working"]
+    assert any(t.startswith("delegated to peer") for t in working)
+    assert any(t.endswith("step 2 of 2") for t in working)
+    # The result webhook got the final task only, with its result.
+    assert [b["status"]["state"] for _, b in result] == ["completed"]
+    assert result_data(result[0][1])["text"] == "done after 2 updates"
+    for (headers, notified), url in [
+        *((n, f"{hooks_url}/status") for n in status),
+        (result[0], f"{hooks_url}/result"),
+    ]:
+        assert notified["id"] == task_id
+        token = headers["authorization"].removeprefix("Bearer ")
+        kid = jwt.get_unverified_header(token)["kid"]
+        key = next(k for k in jwks["keys"] if k["kid"] == kid)
+        claims = jwt.decode(token, jwt.PyJWK(key).key, algorithms=["ES256"], audience=url)
+        assert claims["taskId"] == task_id
+
+
+def test_a_peer_that_requires_credentials_is_sent_those_configured_for_it(
+    postgres_dsn: str, database_url: str, data_dir: Path
+) -> None:
+    peer_database = create_database(postgres_dsn)
+    key = create_key(peer_database, "acme", ["read", "write"])
+    with delegator(peer_database, data_dir / "peer", require_auth=True) as peer_url:
+        without = Delegator(peer_url)
+        assert without.client.post("/", json={}).status_code == 401  # it requires credentials
+        without.close()
+        with delegator(database_url, data_dir / "without") as url:
+            plain = Delegator(url)
+            refused = plain.delegate(
+                target_agent=plain.register(card_url=peer_url),
+                capability_name="conformance",
+                message="hi",
+                retries=0,
+            )
+            plain.close()
+        credentials = {peer_url: {"X-API-Key": key}}
+        with delegator(database_url, data_dir / "with", peer_credentials=credentials) as url:
+            keyed = Delegator(url)
+            task = keyed.delegate(
+                target_agent=keyed.register(card_url=peer_url),
+                capability_name="conformance",
+                message="hi",
+            )
+            keyed.close()
+        # The peer ran it for the key's tenant.
+        with httpx.Client(base_url=peer_url, headers={"X-API-Key": key}) as acme:
+            remote = call(acme, "tasks/get", {"id": result_data(task)["remote_task_id"]})
+
+    assert refused["status"]["state"] == "failed"
+    assert "HTTP 401" in status_text(refused)
+    assert result_data(task)["text"] == "hi"
+    assert remote["result"]["status"]["state"] == "completed"

@@ -8,10 +8,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import asyncpg
 import httpx
 
 from agentic_rag.app import build_app
 from agentic_rag.config import Settings
+from agentic_rag.network.cards import Capability, CardFetcher, describe_declaration
+from agentic_rag.network.health import HealthMonitor
+from agentic_rag.network.registry import PeerRegistry
+from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.skills.help import default_registry
 from tests.live import serve_in_thread
 from tests.network_support import conforms, declaration, network_server
@@ -112,3 +117,41 @@ def test_health_is_judged_once_across_workers(database_url: str, data_dir: Path)
             until(lambda a=agent_id: health(client, a) == "unhealthy", "marked unhealthy")
         time.sleep(0.5)  # both monitors looked again meanwhile
         assert changes(one.url, "unhealthy") + changes(two.url, "unhealthy") == 3
+
+
+async def test_the_monitor_wakes_at_the_soonest_heartbeat_deadline(pool: asyncpg.Pool) -> None:
+    """Not on a fixed period: a silent peer is judged when its timeout runs out, so detection
+    takes the timeout plus a few milliseconds of scheduling."""
+    registry, cards = PeerRegistry(pool), CardFetcher(SSRFGuard([]))
+    monitor = HealthMonitor(registry, cards, interval=300.0, timeout=60.0)
+    try:
+        assert await monitor.next_sleep() == 60.0  # no peers: the longest sleep
+        peer = await registry.register(
+            "acme",
+            describe_declaration(
+                "summarizer",
+                "http://127.0.0.1:9/",
+                [Capability(name="summarize")],
+            ),
+            health="healthy",
+            heartbeat=True,
+        )
+        # Its heartbeat just now: the deadline is the timeout from now, not a tenth of it.
+        assert 30.0 < await monitor.next_sleep() <= 60.0
+        async with pool.acquire() as conn:  # as if its last heartbeat was 55 s ago
+            await conn.execute(
+                "UPDATE peers SET last_seen = now() - interval '55 s' WHERE id = $1", peer.id
+            )
+        assert 4.0 < await monitor.next_sleep() <= 5.005
+        await monitor.check()
+        assert (await registry.get("acme", peer.id)) == peer  # not yet silent for 60 s
+        async with pool.acquire() as conn:
+            await conn.execute(
+                "UPDATE peers SET last_seen = now() - interval '61 s' WHERE id = $1", peer.id
+            )
+        await monitor.check()
+        marked = await registry.get("acme", peer.id)
+        assert marked is not None and marked.health == "unhealthy"
+        assert await monitor.next_sleep() == 60.0  # nothing left to watch
+    finally:
+        await cards.aclose()

@@ -88,6 +88,11 @@ def test_a_plan_runs_independent_steps_in_parallel_and_gathers_their_outputs(
     steps = {s["id"]: local.get(s["task_id"]) for s in result["steps"]}
     assert {t["contextId"] for t in steps.values()} == {task["contextId"]}
     left, right = steps["left"], steps["right"]
+    # The plan's session references the steps' delegations; their peers take part in it.
+    session = local.client.get(f"/a2a/sessions/{task['contextId']}").json()
+    delegated = {steps[s]["id"] for s in ("left", "right", "flaky")}
+    assert {d["task_id"] for d in session["delegations"]} == delegated
+    assert {p["id"] for p in session["participants"] if p["kind"] == "peer"} == {a, sdk}
     assert right["history"][0]["parts"][0]["data"]["skill"] == "delegate_task"
     started = [local.messages(t["id"])[0] for t in (left, right)]
     assert all(s.startswith("delegated to peer") for s in started)

@@ -5,10 +5,12 @@ deployments conventionally set without a prefix: `DATABASE_URL` and `REDIS_URL`.
 """
 
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any, Literal
 
+import httpx
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -21,6 +23,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATA_DIR = Path("data")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
 
 
 class TenantLimit(BaseModel):
@@ -34,7 +37,7 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address to bind; non-loopback needs credentials.")
     port: int = Field(8000, ge=1, le=65535, description="Port to bind.")
     data_dir: Path = Field(
-        DEFAULT_DATA_DIR, description="Where the embedded PostgreSQL keeps data."
+        DEFAULT_DATA_DIR, description="Where the embedded PostgreSQL and FalkorDB keep data."
     )
     public_url: str | None = Field(
         None, description="Base URL peers use to reach this server; the Agent Card's `url`."
@@ -146,6 +149,9 @@ class Settings(BaseSettings):
         None, description="OpenAI-compatible chat API (OpenAI, Ollama, vLLM, llama.cpp server)."
     )
     llm_model: str | None = Field(None, description="Chat model for answers and reranking.")
+    llm_small_model: str | None = Field(
+        None, description="Chat model for the graph's lighter prompts; `llm_model` when unset."
+    )
     llm_api_key: SecretStr | None = Field(None, description="Key of the chat API.")
     reranker_directory: Path | None = Field(
         None,
@@ -174,6 +180,11 @@ class Settings(BaseSettings):
     youtube_cookies_file: Path | None = Field(
         None, description="A Netscape cookies file for YouTube (signed-in transcripts)."
     )
+    graph_url: str | None = Field(
+        None,
+        description="A FalkorDB server (redis://, rediss:// or unix:// URL) for the knowledge "
+        "graph; without it an embedded FalkorDB runs in data_dir (one process only).",
+    )
     trajectory_retention_days: int = Field(
         30, ge=1, description="How long explain_answer can replay a retrieval."
     )
@@ -187,6 +198,13 @@ class Settings(BaseSettings):
     )
     peer_heartbeat_timeout_seconds: float = Field(
         60.0, gt=0, description="A peer not heard from for this long is marked unhealthy."
+    )
+    peer_credentials: dict[str, dict[str, SecretStr]] = Field(
+        default_factory=dict,
+        description=(
+            "Headers sent with every request to a peer's origin (scheme://host:port), as JSON: "
+            '{"https://agent.example:443": {"Authorization": "Bearer ..."}}; never stored.'
+        ),
     )
     session_idle_seconds: float = Field(
         6 * 3600.0, gt=0, description="An A2A context (session) expires after this long idle."
@@ -210,6 +228,33 @@ class Settings(BaseSettings):
     delegation_request_timeout_seconds: float = Field(
         30.0, gt=0, description="Timeout of one request to a peer (a stream may last longer)."
     )
+
+    @field_validator("peer_credentials")
+    @classmethod
+    def _origins_and_headers(
+        cls, value: dict[str, dict[str, SecretStr]]
+    ) -> dict[str, dict[str, SecretStr]]:
+        for url, headers in value.items():
+            try:
+                parsed = httpx.URL(url)
+            except httpx.InvalidURL:
+                parsed = None
+            if (
+                parsed is None
+                or parsed.scheme not in ("http", "https")
+                or not parsed.host
+                or parsed.path not in ("", "/")
+                or parsed.query
+                or parsed.userinfo
+            ):
+                raise ValueError(f"{url!r} is not an origin (scheme://host:port)")
+            for name, secret in headers.items():
+                text = secret.get_secret_value()
+                if not _HEADER_NAME.fullmatch(name):
+                    raise ValueError(f"{url!r}: {name!r} is not a header name")
+                if not (text.isascii() and text.isprintable()):
+                    raise ValueError(f"{url!r}: the value of {name} must be printable ASCII")
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod

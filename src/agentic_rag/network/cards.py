@@ -204,10 +204,11 @@ def _problems(exc: ValidationError) -> str:
 
 
 class CardFetcher:
-    """Fetches Agent Cards through the SSRF guard (close it with `aclose`)."""
+    """Fetches Agent Cards through the SSRF guard, with the peers' credentials (close it with
+    `aclose`)."""
 
-    def __init__(self, guard: SSRFGuard) -> None:
-        self._fetcher = Fetcher(guard, CARD_LIMITS, user_agent=USER_AGENT)
+    def __init__(self, guard: SSRFGuard, credentials: httpx.Auth | None = None) -> None:
+        self._fetcher = Fetcher(guard, CARD_LIMITS, user_agent=USER_AGENT, auth=credentials)
 
     async def aclose(self) -> None:
         await self._fetcher.aclose()

@@ -26,11 +26,16 @@ def open_delegation(
     stack: AsyncExitStack,
 ) -> tuple[DelegationService, Orchestrator]:
     """The delegation service and the orchestrator (with the LLM, when one is configured)."""
-    http = peer_http(network.guard, timeout=settings.delegation_request_timeout_seconds)
+    http = peer_http(
+        network.guard,
+        timeout=settings.delegation_request_timeout_seconds,
+        credentials=network.credentials,
+    )
     stack.push_async_callback(http.aclose)
     delegation = DelegationService(
         DelegationStore(pool),
         network.peers,
+        network.sessions,
         tasks,
         network.guard,
         http,

@@ -14,7 +14,14 @@ the correlation id (and the `delegations` row's). Running it:
    result.
 3. **End**: completed with the remote artifacts; failed with the peer's reason; failed with a
    reason at the deadline (`timeout_seconds`, kept across restarts), after canceling the remote
-   task; canceled, after canceling the remote task, when the local task is canceled.
+   task; canceled, after canceling the remote task, when the local task is canceled. A remote
+   task that asks for input pauses the local one with the peer's question; the caller's answer
+   (a message to the local task) runs it again, which sends the answer to the remote task and
+   follows it on.
+
+The delegation is referenced by the caller's session (the local task's context), with the peer
+as a participant. `statusCallbackUrl` hears of every change of the local task (progress too),
+`resultWebhookUrl` of its pauses and its end (A2A push notifications, signed).
 
 A restart (or another worker, when this one dies) runs the task again (`Skill.resumable`,
 `TaskService.recover`); it finds the delegation and follows the remote task it had, instead
@@ -35,7 +42,7 @@ from pydantic import BaseModel, Field
 
 from agentic_rag.a2a import states
 from agentic_rag.a2a.compat import PushConfig, SendConfiguration, SendParams
-from agentic_rag.a2a.errors import TaskNotFoundError
+from agentic_rag.a2a.errors import A2AError, TaskNotFoundError
 from agentic_rag.a2a.invocation import text_of
 from agentic_rag.a2a.schema import (
     Artifact,
@@ -63,6 +70,7 @@ from agentic_rag.network.peer_client import (
 )
 from agentic_rag.network.peers import Peer
 from agentic_rag.network.registry import PeerRegistry
+from agentic_rag.network.sessions import SessionStore
 from agentic_rag.security.principal import Principal
 from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.skills import SkillContext, SkillError
@@ -99,10 +107,13 @@ class DelegationRequest(BaseModel):
         3, ge=0, le=20, description="Tries again per peer that is unavailable (5xx, 429, down)."
     )
     statusCallbackUrl: str | None = Field(  # the seed's field name
-        None, description="Told (signed push notification) when the task pauses or ends."
+        None,
+        description=(
+            "Told (signed push notification) of every status change: progress, a question, the end."
+        ),
     )
     resultWebhookUrl: str | None = Field(  # the seed's field name
-        None, description="Sent the task (signed push notification) when it ends."
+        None, description="Sent the task (signed push notification) when it pauses or ends."
     )
 
 
@@ -140,12 +151,13 @@ class DelegationService:
         self,
         store: DelegationStore,
         peers: PeerRegistry,
+        sessions: SessionStore,
         tasks: Callable[[], TaskService],
         guard: SSRFGuard,
         http: httpx.AsyncClient,
         settings: DelegationSettings,
     ) -> None:
-        self._store, self._peers, self._tasks = store, peers, tasks
+        self._store, self._peers, self._sessions, self._tasks = store, peers, sessions, tasks
         self._guard, self._http, self._settings = guard, http, settings
 
     # -- the REST routes' calls --------------------------------------------------------------
@@ -164,7 +176,9 @@ class DelegationService:
             message_id=uuid.uuid4().hex,
             parts=[data_part({"skill": "delegate_task", "arguments": arguments})],
         )
-        # The callbacks are the task's push configs: signed, sent when it pauses or ends.
+        # The callbacks are the task's push configs: signed, sent when it pauses or ends (the
+        # status callback also on progress: `status_changed`). Set here, so that a refused
+        # URL is refused before the task exists.
         hooks = [u for u in (request.statusCallbackUrl, request.resultWebhookUrl) if u]
         configuration = None
         if hooks:
@@ -224,7 +238,9 @@ class DelegationService:
         )
         if delegation.state in SETTLED:
             return self._settled(delegation)
-        run = _Run(self, ctx, delegation, DelegationRequest.model_validate(delegation.request))
+        request = DelegationRequest.model_validate(delegation.request)
+        await self._hooks(tenant, ctx.task_id, request)
+        run = _Run(self, ctx, delegation, request)
         remaining = (delegation.deadline - datetime.now(UTC)).total_seconds()
         try:
             async with asyncio.timeout(max(remaining, 0.0)):
@@ -243,6 +259,29 @@ class DelegationService:
             await run.close()
         await self._store.finish(tenant, ctx.task_id, "failed", error=reason)
         raise SkillError(reason)
+
+    async def _hooks(self, tenant: str, task_id: str, request: DelegationRequest) -> None:
+        """The callbacks as push configs of the task (`delegate` sets them for the REST
+        route; a caller of the skill names them in its arguments): told when it pauses or
+        ends. The status callback also hears of every progress message (`status_changed`)."""
+        service = self._tasks()
+        known = {c.url for c in await service.push_configs(tenant, task_id)}
+        for url in (request.statusCallbackUrl, request.resultWebhookUrl):
+            if url is not None and url not in known:
+                known.add(url)
+                try:
+                    await service.set_push_config(tenant, task_id, PushConfig(url=url))
+                except A2AError as exc:
+                    raise SkillError(exc.message) from None
+
+    async def status_changed(self, tenant: str, task_id: str, url: str) -> None:
+        """Send the task as it is now, signed, to its status callback `url`."""
+        service = self._tasks()
+        if service.notifier is None:
+            return
+        configs = [c for c in await service.push_configs(tenant, task_id) if c.url == url]
+        if configs:
+            service.notifier.notify(await service.get(tenant, task_id), configs[:1])
 
     def _cancel_requested(self, tenant: str, task_id: str) -> bool:
         active = self._tasks().active.get((tenant, task_id))
@@ -296,7 +335,9 @@ class _Run:
                     f"peer {d.peer_id} was removed while it ran task {d.remote_task_id}"
                 )
             self._use(peer)
-            await self._ctx.progress(
+            if d.remote_state == TaskState.input_required.value and len(self._ctx.texts) > 1:
+                return await self._follow(await self._answer(self._ctx.texts[-1]))
+            await self._progress(
                 f"following task {d.remote_task_id} on peer {peer.name} again after a restart"
             )
             return await self._follow(None)
@@ -337,7 +378,7 @@ class _Run:
                 why = str(exc)
                 reasons.append(f"{peer.id}: {why}")
                 await self._store.pass_over(self._ctx.tenant, self._ctx.task_id, peer.id, why)
-                await self._ctx.progress(f"peer {peer.name} did not accept the task: {why}")
+                await self._progress(f"peer {peer.name} did not accept the task: {why}")
                 await self._close_client()
                 continue
             return events
@@ -357,7 +398,48 @@ class _Run:
         return _prepend(first, events)
 
     async def _retrying(self, error: PeerUnavailable, delay: float) -> None:
-        await self._ctx.progress(f"{error}; trying again in {delay:.1f} s")
+        await self._progress(f"{error}; trying again in {delay:.1f} s")
+
+    async def _answer(self, text: str) -> AsyncIterator[RemoteEvent]:
+        """Send the caller's answer to the remote task that asked for it; its events."""
+        client, peer, remote_id = self._client, self._peer, self._remote_id
+        assert client is not None and peer is not None and remote_id is not None
+        message = Message(
+            role=Role.user,
+            kind="message",
+            # One id per answer: an answer sent again after a restart is a retry to the peer.
+            message_id=uuid.uuid5(
+                MESSAGES, f"{self._ctx.task_id}\n{peer.id}\n{len(self._ctx.texts)}"
+            ).hex,
+            task_id=remote_id,
+            context_id=self._delegation.remote_context_id or None,
+            parts=[text_part(text)],
+            metadata={"correlationId": self._ctx.task_id},
+        )
+
+        async def send() -> AsyncIterator[RemoteEvent]:
+            events = aiter(client.send(message))
+            first = await anext(events, None)
+            if first is None:
+                raise PeerRefusal(f"peer {peer.id} answered nothing")
+            return _prepend(first, events)
+
+        events = await retrying(
+            send,
+            retries=self._request.retries,
+            backoff=self._settings.backoff,
+            sleep=asyncio.sleep,
+            on_retry=self._retrying,
+        )
+        await self._progress(f"sent the answer to task {remote_id} on peer {peer.name}")
+        return events
+
+    async def _progress(self, text: str) -> None:
+        """Progress of the local task, which its status callback hears of too."""
+        await self._ctx.progress(text)
+        url = self._request.statusCallbackUrl
+        if url is not None:
+            await self._service.status_changed(self._ctx.tenant, self._ctx.task_id, url)
 
     def _message(self, peer: Peer) -> Message:
         request, parts = self._request, []
@@ -376,6 +458,11 @@ class _Run:
 
     async def _accepted(self, first: RemoteEvent) -> None:
         assert self._peer is not None
+        # The caller's session (this task's context) references the delegation, and the peer
+        # takes part in it from now on.
+        await self._service._sessions.reference_delegation(
+            self._ctx.tenant, self._ctx.context_id, self._ctx.task_id, self._peer.id
+        )
         if isinstance(first, Message):  # answered at once, without a task
             return
         task_id = first.id if isinstance(first, Task) else first.task_id
@@ -393,7 +480,7 @@ class _Run:
             remote_context_id=first.context_id or "",
             remote_state=state,
         )
-        await self._ctx.progress(f"delegated to peer {self._peer.name} as task {task_id}")
+        await self._progress(f"delegated to peer {self._peer.name} as task {task_id}")
 
     # -- following ---------------------------------------------------------------------------
 
@@ -457,7 +544,7 @@ class _Run:
         if said and said != self._said:
             self._said = said
             assert self._peer is not None
-            await self._ctx.progress(f"{self._peer.name}: {said}")
+            await self._progress(f"{self._peer.name}: {said}")
 
     async def _artifact(self, artifact: Artifact, *, append: bool, last: bool) -> None:
         known = self._artifacts.get(artifact.artifact_id)
@@ -472,9 +559,11 @@ class _Run:
         assert self._peer is not None
         state, peer = task.status.state, self._peer
         reason = text_of(task.status.message) if task.status.message else ""
+        if state is TaskState.input_required:
+            # The caller answers on this task; the answer goes to the remote task (`_answer`).
+            self._ctx.ask(f"peer {peer.name} asks: {reason or 'input is required'}")
         if state is not TaskState.completed:
             what = {
-                TaskState.input_required: "asks for input",
                 TaskState.auth_required: "asks for authentication",
             }.get(state, f"ended {state.value}")
             raise SkillError(

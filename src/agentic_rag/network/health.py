@@ -2,7 +2,9 @@
 the peers that send no heartbeats.
 
 A peer is healthy while it was heard from (a heartbeat, or a successful probe) within the
-timeout. Every worker runs the monitor, but each health change is one UPDATE that names the
+timeout. The monitor wakes at the soonest deadline (last heard from + timeout) or due probe, so
+a silent peer is judged when its timeout runs out, not up to a period later. Every worker runs
+the monitor, but each health change is one UPDATE that names the
 change it makes, and each due probe is claimed by one worker (`PeerRegistry.claim_probes`): so
 with several workers a change is judged, logged and counted once, not once per worker.
 """
@@ -17,9 +19,10 @@ from agentic_rag.observability.metrics import record_peer_health
 
 log = logging.getLogger(__name__)
 
-# The monitor looks this many times per timeout: a silent peer is marked unhealthy at most a
-# tenth of the timeout late.
-CHECKS_PER_TIMEOUT = 10
+# The monitor wakes when the soonest heartbeat deadline (or probe) is due, this much after it
+# (the deadline is `last_seen < now() - timeout`, strictly), and never sooner than this apart.
+WAKE_SLACK = 0.005
+MIN_SLEEP = 0.01
 # A probe that keeps failing is retried ever later, up to this many heartbeat intervals apart.
 MAX_BACKOFF_INTERVALS = 8
 
@@ -73,11 +76,23 @@ class HealthMonitor:
         if changed is not None:
             _changed(changed, "a probe succeeded")
 
+    async def next_sleep(self) -> float:
+        """How long to sleep before the next round: until the soonest deadline or due probe.
+
+        At most the interval (and the timeout): a peer registered or heard from meanwhile, on
+        any worker, has its deadline a full timeout later, so it is not looked at too late."""
+        longest = min(self.interval, self.timeout)
+        due = await self._registry.next_due(self.timeout)
+        if due is None:
+            return longest
+        return min(max(due + WAKE_SLACK, MIN_SLEEP), longest)
+
     async def _run(self) -> None:
-        pause = min(self.interval, self.timeout / CHECKS_PER_TIMEOUT)
         while True:
+            pause = min(self.interval, self.timeout)
             try:
                 await self.check()
+                pause = await self.next_sleep()
             except Exception:  # the database may be down for a while: try again next time
                 log.exception("the peer health check failed")
             await asyncio.sleep(pause)

@@ -116,12 +116,16 @@ class PeerClient(Protocol):
     async def aclose(self) -> None: ...
 
 
-def peer_http(guard: SSRFGuard, *, timeout: float) -> httpx.AsyncClient:
-    """The HTTP client of every call to peers, through `guard`; made once (a client costs its
-    TLS context, tens of milliseconds) and closed by its owner."""
+def peer_http(
+    guard: SSRFGuard, *, timeout: float, credentials: httpx.Auth | None = None
+) -> httpx.AsyncClient:
+    """The HTTP client of every call to peers, through `guard`, with the peers' `credentials`
+    (`network/credentials.py`); made once (a client costs its TLS context, tens of
+    milliseconds) and closed by its owner."""
     return httpx.AsyncClient(
         transport=GuardedTransport(guard, httpx.AsyncHTTPTransport()),
         timeout=httpx.Timeout(timeout),
+        auth=credentials,
     )
 
 

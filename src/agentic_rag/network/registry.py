@@ -137,6 +137,20 @@ class PeerRegistry:
         )
         return [_peer(r) for r in rows]
 
+    async def next_due(self, silence: float) -> float | None:
+        """Seconds until the monitor has something to do: the soonest moment a peer that is not
+        unhealthy will have been silent for `silence` seconds, or a probe is due; None if there
+        are no peers to watch. Negative when overdue."""
+        due: float | None = await self._pool.fetchval(
+            "SELECT extract(epoch FROM least("
+            " min(coalesce(last_seen, registered_at)) FILTER (WHERE health <> 'unhealthy')"
+            "  + make_interval(secs => $1), "
+            " min(next_probe_at) FILTER (WHERE last_heartbeat IS NULL)) - now())::float8 "
+            "FROM peers",
+            silence,
+        )
+        return due
+
     async def claim_probes(self, lease: float, limit: int = 32) -> list[Peer]:
         """Peers that send no heartbeats and whose probe is due, claimed for `lease` seconds:
         another worker does not probe them meanwhile."""

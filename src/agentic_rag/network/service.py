@@ -7,6 +7,7 @@ import asyncpg
 
 from agentic_rag.config import Settings
 from agentic_rag.network.cards import CardFetcher
+from agentic_rag.network.credentials import PeerCredentials
 from agentic_rag.network.health import HealthMonitor
 from agentic_rag.network.registration import Registrar
 from agentic_rag.network.registry import PeerRegistry
@@ -21,12 +22,14 @@ class Network:
     health: HealthMonitor
     sessions: SessionStore
     guard: SSRFGuard  # every URL of a peer passes it (AGENTIC_RAG_PEERS_ALLOW_PRIVATE)
+    credentials: PeerCredentials  # sent to peers' origins (AGENTIC_RAG_PEER_CREDENTIALS)
 
 
 async def open_network(settings: Settings, pool: asyncpg.Pool, stack: AsyncExitStack) -> Network:
     """The registry, the health monitor (running until `stack` closes) and the sessions."""
     guard = SSRFGuard(settings.peers_allow_private)
-    cards = CardFetcher(guard)
+    credentials = PeerCredentials(settings.peer_credentials)
+    cards = CardFetcher(guard, credentials)
     stack.push_async_callback(cards.aclose)
     peers = PeerRegistry(pool)
     health = HealthMonitor(
@@ -42,4 +45,4 @@ async def open_network(settings: Settings, pool: asyncpg.Pool, stack: AsyncExitS
         idle_seconds=settings.session_idle_seconds,
         limit=settings.session_limit if settings.session_limit_enabled else None,
     )
-    return Network(peers, Registrar(peers, guard, cards), health, sessions, guard)
+    return Network(peers, Registrar(peers, guard, cards), health, sessions, guard, credentials)

@@ -102,6 +102,7 @@ class Fetcher:
         limits: FetchLimits | None = None,
         *,
         user_agent: str = USER_AGENT,
+        auth: httpx.Auth | None = None,
     ) -> None:
         self.guard = guard
         self.limits = limits or FetchLimits()
@@ -111,6 +112,7 @@ class Fetcher:
             timeout=httpx.Timeout(self.limits.timeout_seconds),
             trust_env=False,
             headers={"User-Agent": user_agent, "Accept-Encoding": "gzip, deflate"},
+            auth=auth,  # per request: each redirect is authenticated (or not) by its own origin
         )
 
     async def __aenter__(self) -> Self:
