@@ -921,6 +921,8 @@ def render_run(key: str, r: dict[str, Any]) -> list[str]:
         for k, v in t["dense"].items():
             out.append(_latency_rows(f"dense {k}", v, f"recall@10 {v['recall_at_10']}"))
         for k, v in t["lexical"].items():
+            if not isinstance(v, dict):  # an EXPLAIN kept by earlier runs
+                continue
             note = (
                 ""
                 if "score_ratio_at_10" not in v
