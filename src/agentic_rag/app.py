@@ -20,6 +20,7 @@ from agentic_rag.a2a.runner import Runner
 from agentic_rag.a2a.store import TaskStore
 from agentic_rag.a2a.tasks import LocalWorkQueue, TaskService
 from agentic_rag.config import Settings, keys_create_command
+from agentic_rag.graph.skills import add_graph_skills
 from agentic_rag.home import HomePage
 from agentic_rag.mcp.http import McpHttp
 from agentic_rag.network.delegating import open_delegation
@@ -44,6 +45,7 @@ from agentic_rag.storage.embedded import EmbeddedPostgres
 from agentic_rag.storage.postgres import connect
 
 if TYPE_CHECKING:
+    from agentic_rag.graph.service import GraphService
     from agentic_rag.knowledge.service import KnowledgeService
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,7 @@ class Engine:
         self.transport = transport  # who can call: anyone who reaches the port, or one process
         self._serves_knowledge = knowledge
         self._knowledge: KnowledgeService | None = None
+        self._graph: GraphService | None = None
         self._stack = AsyncExitStack()  # undoes `start` in reverse, also when it fails halfway
 
     async def start(self) -> None:
@@ -112,6 +115,12 @@ class Engine:
             self._stack.push_async_callback(knowledge.stop)
             await knowledge.start()
             self._knowledge = knowledge
+            from agentic_rag.graph.service import GraphService
+
+            graph = GraphService(settings, knowledge.embedder)
+            self._stack.push_async_callback(graph.stop)
+            await graph.start()
+            self._graph = graph
 
         self.api_keys = ApiKeyStore(self.pool)
         limiter = RateLimiter(
@@ -207,6 +216,12 @@ class Engine:
             raise RuntimeError("the knowledge engine is not running in this process")
         return self._knowledge
 
+    @property
+    def graph(self) -> "GraphService":
+        if self._graph is None:
+            raise RuntimeError("the knowledge graph is not running in this process")
+        return self._graph
+
     async def stop(self) -> None:
         await self._stack.aclose()
 
@@ -253,6 +268,7 @@ def build_engine(
     product = default_registry(lambda: engine.knowledge)
     add_network_skills(product, lambda: engine.network.peers, settings.agent_name)
     add_delegation_skills(product, lambda: engine.delegation, lambda: engine.orchestrator)
+    add_graph_skills(product, lambda: engine.graph)
     engine = Engine(settings, product, knowledge=True, transport=transport)
     return engine
 

@@ -182,8 +182,8 @@ class Settings(BaseSettings):
     )
     graph_url: str | None = Field(
         None,
-        description="A FalkorDB server (redis://, rediss:// or unix:// URL) for the knowledge "
-        "graph; without it an embedded FalkorDB runs in data_dir (one process only).",
+        description="A FalkorDB server for the knowledge graph (falkor://, falkors://, redis://, "
+        "rediss:// or unix:// URL); without it an embedded FalkorDB runs in data_dir.",
     )
     trajectory_retention_days: int = Field(
         30, ge=1, description="How long explain_answer can replay a retrieval."

@@ -1,0 +1,333 @@
+"""The graph skills: Graphiti's MCP tools, with their names, arguments and result shapes
+(results.py), plus the aliases `add_episode` and `search_facts`.
+
+Each handler checks the caller's `group_id`/`group_ids` against the tenant (namespaces.py)
+before anything else, then asks `GraphService`. Refusals (another tenant's group, an LLM that
+is not configured, a uuid not in the caller's graph, bad values) raise `SkillError`: the A2A
+task fails, the MCP call answers `isError`, each with the reason.
+"""
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from agentic_rag.graph.namespaces import namespace, namespaces
+from agentic_rag.graph.results import (
+    AddMemoryArguments,
+    AddMemoryOutput,
+    AddTripletArguments,
+    AddTripletOutput,
+    BuildCommunitiesArguments,
+    BuildCommunitiesOutput,
+    BuildCommunitiesResponse,
+    ClearGraphArguments,
+    ClearGraphOutput,
+    DeleteEntityEdgeArguments,
+    DeleteEntityEdgeOutput,
+    DeleteEpisodeArguments,
+    DeleteEpisodeOutput,
+    EpisodeEntitiesResponse,
+    EpisodeSearchResponse,
+    FactSearchResponse,
+    GetEntityEdgeArguments,
+    GetEntityEdgeOutput,
+    GetEpisodeEntitiesArguments,
+    GetEpisodeEntitiesOutput,
+    GetEpisodesArguments,
+    GetEpisodesOutput,
+    GetStatusArguments,
+    NodeSearchResponse,
+    SagaSummaryResponse,
+    SearchMemoryFactsArguments,
+    SearchMemoryFactsOutput,
+    SearchNodesArguments,
+    SearchNodesOutput,
+    StatusResponse,
+    SuccessResponse,
+    SummarizeSagaArguments,
+    SummarizeSagaOutput,
+    TripletResponse,
+)
+from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
+
+if TYPE_CHECKING:  # its import (graphiti_core) waits until the engine starts the graph
+    from agentic_rag.graph.service import GraphService
+
+GraphProvider = Callable[[], "GraphService"]
+
+TAGS = ("graph", "memory")
+GROUPS = (
+    "group_id/group_ids may name only your tenant's graph: your tenant's name, or "
+    "'<tenant>:<name>' for a sub-group; left out, your tenant's main graph."
+)
+YES = frozenset({"yes", "y", "confirm", "confirmed", "ok", "true"})
+NO = frozenset({"no", "n", "cancel", "stop", "abort", "false"})
+
+
+def parse_time(value: str | None, argument: str) -> datetime | None:
+    """An ISO-8601 argument as an aware datetime (naive means UTC), or a clear refusal."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise SkillError(f"{argument} {value!r} is not an ISO-8601 time") from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _positive(value: int, argument: str) -> int:
+    if value <= 0:
+        raise SkillError(f"{argument} must be a positive integer, not {value}")
+    return value
+
+
+def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
+    """Register the graph skills; `graph()` gives the running service."""
+
+    async def add_memory(ctx: SkillContext, args: AddMemoryArguments) -> AddMemoryOutput:
+        ns = namespace(ctx.tenant, args.group_id)
+        service = graph()
+        service.require_llm("add_memory")
+        uuid = await service.add_episode(
+            ns,
+            name=args.name,
+            body=args.episode_body,
+            source=args.source,
+            source_description=args.source_description,
+            uuid=args.uuid,
+            reference_time=parse_time(args.reference_time, "reference_time"),
+            excluded_entity_types=args.excluded_entity_types,
+            custom_extraction_instructions=args.custom_extraction_instructions,
+            previous_episode_uuids=args.previous_episode_uuids,
+            update_communities=args.update_communities,
+            saga=args.saga,
+            saga_previous_episode_uuid=args.saga_previous_episode_uuid,
+        )
+        return AddMemoryOutput(
+            result=SuccessResponse(
+                message=f"Episode '{args.name}' added to group '{ns.name}' (uuid {uuid})"
+            )
+        )
+
+    add_description = (
+        "Add an episode (text, message or JSON) to the graph memory: an LLM extracts its "
+        "entities and facts. Needs an LLM (AGENTIC_RAG_LLM_BASE_URL, AGENTIC_RAG_LLM_MODEL). "
+        + GROUPS
+    )
+    registry.skill(description=add_description, tags=TAGS)(add_memory)
+    registry.skill(
+        description="The same as add_memory (Graphiti's older name). " + add_description,
+        name="add_episode",
+        tags=TAGS,
+    )(add_memory)
+
+    @registry.skill(
+        description="Search the graph for entities (nodes): semantic and keyword search fused, "
+        "optionally by entity type or around a center node. " + GROUPS,
+        tags=TAGS,
+    )
+    async def search_nodes(ctx: SkillContext, args: SearchNodesArguments) -> SearchNodesOutput:
+        targets = namespaces(ctx.tenant, args.group_ids)
+        nodes = await graph().search_nodes(
+            targets,
+            args.query,
+            limit=_positive(args.max_nodes, "max_nodes"),
+            entity_types=args.entity_types,
+            center_node_uuid=args.center_node_uuid,
+        )
+        message = "Nodes retrieved successfully" if nodes else "No relevant nodes found"
+        return SearchNodesOutput(result=NodeSearchResponse(message=message, nodes=nodes))
+
+    async def search_memory_facts(
+        ctx: SkillContext, args: SearchMemoryFactsArguments
+    ) -> SearchMemoryFactsOutput:
+        targets = namespaces(ctx.tenant, args.group_ids)
+        facts = await graph().search_facts(
+            targets,
+            args.query,
+            limit=_positive(args.max_facts, "max_facts"),
+            center_node_uuid=args.center_node_uuid,
+            edge_types=args.edge_types,
+            valid_at=(
+                parse_time(args.valid_at_after, "valid_at_after"),
+                parse_time(args.valid_at_before, "valid_at_before"),
+            ),
+            invalid_at=(
+                parse_time(args.invalid_at_after, "invalid_at_after"),
+                parse_time(args.invalid_at_before, "invalid_at_before"),
+            ),
+        )
+        message = "Facts retrieved successfully" if facts else "No relevant facts found"
+        return SearchMemoryFactsOutput(result=FactSearchResponse(message=message, facts=facts))
+
+    facts_description = (
+        "Search the graph for facts (relationships between entities), optionally by fact "
+        "type, validity dates or around a center node. " + GROUPS
+    )
+    registry.skill(description=facts_description, tags=TAGS)(search_memory_facts)
+    registry.skill(
+        description="The same as search_memory_facts. " + facts_description,
+        name="search_facts",
+        tags=TAGS,
+    )(search_memory_facts)
+
+    @registry.skill(description="The most recent episodes of the graph. " + GROUPS, tags=TAGS)
+    async def get_episodes(ctx: SkillContext, args: GetEpisodesArguments) -> GetEpisodesOutput:
+        targets = namespaces(ctx.tenant, args.group_ids)
+        found = await graph().episodes(targets, _positive(args.max_episodes, "max_episodes"))
+        message = "Episodes retrieved successfully" if found else "No episodes found"
+        return GetEpisodesOutput(result=EpisodeSearchResponse(message=message, episodes=found))
+
+    @registry.skill(
+        description="The entities and facts that given episodes produced (provenance), "
+        "in your tenant's graphs.",
+        tags=TAGS,
+    )
+    async def get_episode_entities(
+        ctx: SkillContext, args: GetEpisodeEntitiesArguments
+    ) -> GetEpisodeEntitiesOutput:
+        if not args.episode_uuids:
+            raise SkillError("episode_uuids must contain at least one UUID")
+        nodes, edges = await graph().episode_entities(ctx.tenant, args.episode_uuids)
+        return GetEpisodeEntitiesOutput(
+            result=EpisodeEntitiesResponse(
+                message=f"Retrieved provenance for {len(args.episode_uuids)} episode(s)",
+                nodes=nodes,
+                edges=edges,
+            )
+        )
+
+    @registry.skill(description="One fact (entity edge) of your graph by its UUID.", tags=TAGS)
+    async def get_entity_edge(
+        ctx: SkillContext, args: GetEntityEdgeArguments
+    ) -> GetEntityEdgeOutput:
+        return GetEntityEdgeOutput(result=await graph().entity_edge(ctx.tenant, args.uuid))
+
+    @registry.skill(description="Delete one fact (entity edge) of your graph.", tags=TAGS)
+    async def delete_entity_edge(
+        ctx: SkillContext, args: DeleteEntityEdgeArguments
+    ) -> DeleteEntityEdgeOutput:
+        await graph().delete_entity_edge(ctx.tenant, args.uuid)
+        return DeleteEntityEdgeOutput(
+            result=SuccessResponse(
+                message=f"Entity edge with UUID {args.uuid} deleted successfully"
+            )
+        )
+
+    @registry.skill(
+        description="Delete an episode of your graph, with the entities and facts only it "
+        "produced (those other episodes support stay).",
+        tags=TAGS,
+    )
+    async def delete_episode(
+        ctx: SkillContext, args: DeleteEpisodeArguments
+    ) -> DeleteEpisodeOutput:
+        await graph().delete_episode(ctx.tenant, args.uuid)
+        return DeleteEpisodeOutput(
+            result=SuccessResponse(message=f"Episode with UUID {args.uuid} deleted successfully")
+        )
+
+    @registry.skill(
+        description="Write one fact directly (source entity -[edge]-> target entity), without "
+        "extraction. Entities are matched by name (and deduplicated by an LLM when one is "
+        "configured). " + GROUPS,
+        tags=TAGS,
+    )
+    async def add_triplet(ctx: SkillContext, args: AddTripletArguments) -> AddTripletOutput:
+        ns = namespace(ctx.tenant, args.group_id)
+        for argument in ("source_node_name", "edge_name", "fact", "target_node_name"):
+            if not getattr(args, argument).strip():
+                raise SkillError(f"{argument} must not be empty")
+        nodes, edges = await graph().add_triplet(
+            ns,
+            source_name=args.source_node_name,
+            edge_name=args.edge_name,
+            fact_text=args.fact,
+            target_name=args.target_node_name,
+            source_uuid=args.source_node_uuid,
+            target_uuid=args.target_node_uuid,
+        )
+        return AddTripletOutput(
+            result=TripletResponse(
+                message=f"Triplet '{args.source_node_name} -[{args.edge_name}]-> "
+                f"{args.target_node_name}' added",
+                nodes=nodes,
+                edges=edges,
+            )
+        )
+
+    @registry.skill(
+        description="Summarize a saga (the ordered episodes added with the same `saga`). "
+        "Needs an LLM. " + GROUPS,
+        tags=TAGS,
+    )
+    async def summarize_saga(
+        ctx: SkillContext, args: SummarizeSagaArguments
+    ) -> SummarizeSagaOutput:
+        ns = namespace(ctx.tenant, args.group_id)
+        saga = await graph().summarize_saga(ns, args.saga_name)
+        return SummarizeSagaOutput(
+            result=SagaSummaryResponse(
+                message=f"Saga '{args.saga_name}' summarized successfully",
+                uuid=saga.uuid,
+                name=saga.name,
+                summary=saga.summary,
+            )
+        )
+
+    @registry.skill(
+        description="Detect communities of densely connected entities and summarize them. "
+        "Needs an LLM. " + GROUPS,
+        tags=TAGS,
+    )
+    async def build_communities(
+        ctx: SkillContext, args: BuildCommunitiesArguments
+    ) -> BuildCommunitiesOutput:
+        targets = namespaces(ctx.tenant, args.group_ids)
+        communities, edge_count = await graph().build_communities(targets)
+        return BuildCommunitiesOutput(
+            result=BuildCommunitiesResponse(
+                message=f"Built {len(communities)} communities",
+                community_count=len(communities),
+                edge_count=edge_count,
+                communities=communities,
+            )
+        )
+
+    @registry.skill(
+        description="Delete every episode, entity and fact of your graph (or of the sub-groups "
+        "named). Asks for confirmation first, unless called with confirm=true. " + GROUPS,
+        tags=TAGS,
+    )
+    async def clear_graph(ctx: SkillContext, args: ClearGraphArguments) -> ClearGraphOutput:
+        targets = namespaces(ctx.tenant, args.group_ids)
+        names = ", ".join(ns.name for ns in targets)
+        if not args.confirm:
+            answer = ctx.texts[-1].strip().lower().rstrip(".!") if ctx.texts else ""
+            if answer in NO:
+                raise SkillError(f"clearing {names} was not confirmed: nothing was deleted")
+            if answer not in YES:
+                ctx.ask(
+                    f"Clear the graph of {names}? Every episode, entity and fact in it will be "
+                    "deleted, which cannot be undone. Answer yes to clear it or no to keep it "
+                    "(or call clear_graph with confirm=true)."
+                )
+        await graph().clear(targets)
+        return ClearGraphOutput(
+            result=SuccessResponse(
+                message=f"Graph data cleared successfully for group IDs: {names}"
+            )
+        )
+
+    @registry.skill(
+        description="Whether the graph database answers, and whether an LLM is configured.",
+        tags=TAGS,
+    )
+    async def get_status(ctx: SkillContext, args: GetStatusArguments) -> StatusResponse:
+        try:
+            message = await graph().status(ctx.tenant)
+        except SkillError:
+            raise
+        except Exception as exc:  # the database is down: that is the status, not a failure
+            return StatusResponse(status="error", message=f"the graph database fails: {exc}")
+        return StatusResponse(status="ok", message=message)
