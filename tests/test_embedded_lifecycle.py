@@ -174,3 +174,17 @@ async def test_a_killed_server_whose_children_linger_starts_again(tmp_path: Path
     crashed.stop()
     again.stop()
     assert running_in(pgdata) == []
+
+
+def test_ctrl_c_stops_serve_cleanly(tmp_path: Path) -> None:
+    """SIGINT (Ctrl-C in a terminal) is a graceful stop like SIGTERM: exit 0, no traceback,
+    the embedded PostgreSQL stopped."""
+    data_dir, port = tmp_path / "data", free_port()
+    pgdata = data_dir / "postgres"
+    with serving(data_dir, port) as server:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=60) == 0
+    log = next(tmp_path.glob("serve-*.log")).read_text()
+    assert "Traceback" not in log and "KeyboardInterrupt" not in log, log
+    assert "embedded PostgreSQL stopped" in log
+    assert running_in(pgdata) == []

@@ -85,9 +85,10 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
             log.error("%s", refusal)
             raise SystemExit(REFUSED)
         if workers == 1:
-            # uvicorn re-raises SIGTERM after its graceful shutdown: exit normally instead,
-            # so that the embedded PostgreSQL stops.
-            signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+            # uvicorn re-raises SIGTERM and SIGINT (Ctrl-C) after its graceful shutdown: exit
+            # normally instead, so that the embedded PostgreSQL stops and no traceback shows.
+            for stop in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(stop, lambda *_: sys.exit(0))
             server = _Server(uvicorn.Config(**uvicorn_config))
             server.run()
             if not server.started:
