@@ -34,7 +34,7 @@ def network_server(database_url: str, data_dir: Path, **settings: Any) -> Iterat
     )
     engines: list[Engine] = []
     registry = default_registry()
-    add_network_skills(registry, lambda: engines[0].network.peers, config.agent_name)
+    add_network_skills(registry, lambda: engines[0].network, config.agent_name)
     add_delegation_skills(registry, lambda: engines[0].delegation, lambda: engines[0].orchestrator)
     app = build_app(config, registry)
     engines.append(app.state.engine)

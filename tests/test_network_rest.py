@@ -6,7 +6,7 @@ sessions and their cap, and a delegation through the routes to a second server.
 import importlib.util
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -243,3 +243,33 @@ def test_the_session_cap_refuses_one_session_too_many(database_url: str, data_di
         time.sleep(1.2)
         assert conforms(client.get("/a2a/sessions"), "SessionList")["sessions"] == []
         assert "result" in call(client, "message/send", {"message": text_message("later")})
+
+
+def test_a2a_callers_register_and_remove_peers(database_url: str, data_dir: Path) -> None:
+    with (
+        network_server(database_url, data_dir, peers_allow_private=["127.0.0.1"]) as us,
+        httpx.Client(base_url=us.url, timeout=30) as client,
+    ):
+
+        def send(skill: str, **arguments: Any) -> dict[str, Any]:
+            answer = call(client, "message/send", {"message": skill_message(skill, **arguments)})
+            return cast(dict[str, Any], answer)
+
+        # Registered by its card's URL (this server's own card serves as the peer's here).
+        task = send("register_agent", card_url=us.url)["result"]
+        assert task["status"]["state"] == "completed", task
+        record = task["artifacts"][0]["parts"][1]["data"]
+        listed = send("list_agents", healthy_only=False)["result"]["artifacts"][0]["parts"][1]
+        assert [a["agent_id"] for a in listed["data"]["agents"]] == [record["agent_id"]]
+        assert conforms(client.get(f"/a2a/agents/{record['agent_id']}"), "AgentRecord")
+
+        # One source, not none or both: refused before a task exists.
+        for arguments in ({}, {"card_url": us.url, "card": {"name": "x"}}):
+            refused = send("register_agent", **arguments)
+            assert refused["error"]["code"] == -32602, refused
+
+        removed = send("remove_agent", agent_id=record["agent_id"])["result"]
+        assert removed["status"]["state"] == "completed", removed
+        again = send("remove_agent", agent_id=record["agent_id"])["result"]
+        assert again["status"]["state"] == "failed"
+        assert "no peer agent" in again["status"]["message"]["parts"][0]["text"]

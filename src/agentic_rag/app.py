@@ -266,7 +266,7 @@ def build_engine(
         return Engine(settings, registry, transport=transport)
     engine: Engine  # the product's skills reach the engine's knowledge service once it runs
     product = default_registry(lambda: engine.knowledge)
-    add_network_skills(product, lambda: engine.network.peers, settings.agent_name)
+    add_network_skills(product, lambda: engine.network, settings.agent_name)
     add_delegation_skills(product, lambda: engine.delegation, lambda: engine.orchestrator)
     add_graph_skills(product, lambda: engine.graph)
     engine = Engine(settings, product, knowledge=True, transport=transport)

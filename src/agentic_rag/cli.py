@@ -1,5 +1,5 @@
-"""The command line: `agentic-rag serve | ingest | query | sources | reembed | keys | mcp |
-doctor`, and `agentic-rag-mcp`.
+"""The command line: `agentic-rag serve | ingest | query | sources | reembed | skills | call |
+peers | keys | mcp | doctor`, and `agentic-rag-mcp`.
 
 What the user typed is checked by argparse (an option's value, with the rules of its setting)
 and by `Settings` (the environment too), before anything starts; what fails prints one line
@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -23,6 +23,10 @@ from agentic_rag.config import Settings, env_name, setting_errors
 from agentic_rag.knowledge.errors import EmbeddingError, EmbeddingModelMismatch
 from agentic_rag.security.api_keys import ApiKeyStore, check_tenant, checked_scopes
 from agentic_rag.storage.embedded import EmbeddedPostgresError
+
+if TYPE_CHECKING:
+    from agentic_rag.skill_client import Skills
+    from agentic_rag.skills import SkillRegistry
 
 DESCRIPTION = (
     "agentic-rag: a knowledge agent. One server is an A2A (v0.2.1) agent and an MCP server "
@@ -164,17 +168,21 @@ def _doctor(args: argparse.Namespace) -> int:
 # -- the parsers ------------------------------------------------------------------------------
 
 
+async def _open_skills(args: argparse.Namespace) -> "Skills":
+    """The skills on the server at --url, else on the local data as --tenant."""
+    from agentic_rag.skill_client import LocalSkills, RemoteSkills
+
+    if args.url:
+        return RemoteSkills(args.url, args.api_key)
+    return await LocalSkills(Settings(**_overrides(args)), args.tenant).start()
+
+
 def _knowledge(args: argparse.Namespace) -> int:
     """`ingest`, `query` and `sources`: on the server at --url, else on the local data."""
     from agentic_rag.knowledge import commands
-    from agentic_rag.skill_client import LocalSkills, RemoteSkills, Skills
 
     async def run() -> int:
-        skills: Skills
-        if args.url:
-            skills = RemoteSkills(args.url, args.api_key)
-        else:
-            skills = await LocalSkills(Settings(**_overrides(args)), args.tenant).start()
+        skills = await _open_skills(args)
         try:
             if args.command == "ingest":
                 return await commands.ingest(
@@ -187,6 +195,61 @@ def _knowledge(args: argparse.Namespace) -> int:
             return await commands.sources(skills)
         finally:
             await skills.aclose()
+
+    return asyncio.run(run())
+
+
+def _product_registry(args: argparse.Namespace) -> "SkillRegistry":
+    """The skills the product serves: those of the engine `serve` runs (not started here)."""
+    from agentic_rag.app import build_engine
+
+    return build_engine(Settings(**_overrides(args)), None).registry
+
+
+def _skills(args: argparse.Namespace) -> int:
+    from agentic_rag.skill_commands import describe_skills
+
+    return describe_skills(_product_registry(args))
+
+
+def _call(args: argparse.Namespace) -> int:
+    """`call SKILL [ARGUMENTS]`: checked against the skill's input model before anything
+    starts, then run on the server at --url, else on the local data."""
+    from agentic_rag import skill_commands
+
+    try:
+        arguments = skill_commands.parse_arguments(args.arguments, sys.stdin)
+        skill, arguments = skill_commands.checked_call(
+            _product_registry(args), args.skill, arguments
+        )
+    except skill_commands.ArgumentsRefused as refused:
+        print(f"agentic-rag call: {refused}", file=sys.stderr)
+        return 2
+
+    async def run() -> int:
+        skills = await _open_skills(args)
+        try:
+            return await skill_commands.call(skills, skill, arguments, as_json=args.json)
+        finally:
+            await skills.aclose()
+
+    return asyncio.run(run())
+
+
+def _peers(args: argparse.Namespace) -> int:
+    """`peers add | list | remove`: on the server at --url, else on the local data."""
+    from agentic_rag.network import commands
+
+    async def run() -> int:
+        peers: commands.Peers
+        if args.url:
+            peers = commands.RemotePeers(args.url, args.api_key)
+        else:
+            peers = await commands.LocalPeers(Settings(**_overrides(args)), args.tenant).start()
+        try:
+            return await commands.run(peers, args.peers_command, getattr(args, "target", None))
+        finally:
+            await peers.aclose()
 
     return asyncio.run(run())
 
@@ -207,6 +270,27 @@ def _add_data_dir(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="where the embedded PostgreSQL keeps its data (default AGENTIC_RAG_DATA_DIR, "
         "else ./data); unused when DATABASE_URL is set",
+    )
+
+
+def _add_target_options(command: argparse.ArgumentParser) -> None:
+    """Where a command's skills run: the local data directory (as --tenant), or --url."""
+    _add_data_dir(command)
+    command.add_argument(
+        "--url",
+        default=os.environ.get("AGENTIC_RAG_URL"),
+        help="a running server to use instead of the local data (default AGENTIC_RAG_URL)",
+    )
+    command.add_argument(
+        "--api-key",
+        default=os.environ.get("AGENTIC_RAG_API_KEY"),
+        help="the API key for --url (default AGENTIC_RAG_API_KEY)",
+    )
+    command.add_argument(
+        "--tenant",
+        type=_tenant,
+        default="local",
+        help="the tenant whose data the local mode uses (default local)",
     )
 
 
@@ -311,24 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sources = commands.add_parser("sources", help="list what the knowledge base holds")
     for command in (ingest, query, sources):
-        _add_data_dir(command)
-        command.add_argument(
-            "--url",
-            default=os.environ.get("AGENTIC_RAG_URL"),
-            help="a running server to use instead of the local data (default AGENTIC_RAG_URL)",
-        )
-        command.add_argument(
-            "--api-key",
-            default=os.environ.get("AGENTIC_RAG_API_KEY"),
-            help="the API key for --url (default AGENTIC_RAG_API_KEY)",
-        )
-        command.add_argument(
-            "--tenant",
-            type=_tenant,
-            default="local",
-            help="the tenant whose data the local mode uses (default local)",
-        )
+        _add_target_options(command)
         command.set_defaults(run=_knowledge, log_level="warning")
+    _add_skill_commands(commands)
     reembed = commands.add_parser(
         "reembed",
         help="re-embed every chunk with the configured embedding model, then switch to it",
@@ -349,6 +418,58 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.set_defaults(run=_doctor, log_level="warning")  # logs go to stderr
     return parser
+
+
+def _add_skill_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """`skills`, `call` and `peers`."""
+    skills = commands.add_parser(
+        "skills",
+        help="list the skills (A2A skills and MCP tools) with what each does",
+        description="The skills this agent serves, as its Agent Card and `help` list them; "
+        "`agentic-rag call SKILL` runs one.",
+    )
+    skills.set_defaults(run=_skills, log_level="warning")
+
+    call = commands.add_parser(
+        "call",
+        help="run any skill with arguments and print its result, with progress",
+        description='Run SKILL with ARGUMENTS: one JSON object (\'{"query": "..."}\'), - to '
+        "read one from standard input, or pairs key=value (a string, read as the field's "
+        "type) and key:=JSON (any JSON value). The arguments are checked against the skill's "
+        "input schema first (`agentic-rag call help topic=SKILL` shows it).",
+    )
+    call.add_argument("skill", metavar="SKILL", help="the skill's name, as `skills` lists it")
+    call.add_argument(
+        "arguments",
+        nargs="*",
+        metavar="ARGUMENT",
+        help="a JSON object, -, or key=value and key:=JSON pairs",
+    )
+    call.add_argument(
+        "--json", action="store_true", help="print the structured result as JSON, not as text"
+    )
+    _add_target_options(call)
+    call.set_defaults(run=_call, log_level="warning")
+
+    peers = commands.add_parser(
+        "peers",
+        help="register, list and remove peer agents (the agent network)",
+        description="The peer agents this agent delegates to, per tenant (docs/network.md).",
+    ).add_subparsers(dest="peers_command", required=True, metavar="ACTION")
+    add = peers.add_parser(
+        "add",
+        help="register the agent whose Agent Card is at CARD_URL (or its base URL)",
+        description="Fetch the Agent Card at CARD_URL (a card's URL, or the agent's base URL), "
+        "check it, and register the agent; registering it again updates it. Peers on private "
+        "addresses need AGENTIC_RAG_PEERS_ALLOW_PRIVATE (the server's, with --url).",
+    )
+    add.add_argument("target", metavar="CARD_URL", help="the Agent Card's URL, or the agent's")
+    listing = peers.add_parser("list", help="list the peers, with their health and skills")
+    remove = peers.add_parser("remove", help="remove a peer by id")
+    remove.add_argument("target", metavar="ID", help="the peer's id, as `peers list` shows it")
+    for command in (add, listing, remove):
+        _add_target_options(command)
+        command.set_defaults(run=_peers, log_level="warning")
 
 
 def build_mcp_parser() -> argparse.ArgumentParser:

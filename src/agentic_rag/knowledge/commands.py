@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from agentic_rag.config import Settings
 from agentic_rag.skill_client import SkillCallError, Skills, result_of
+from agentic_rag.skill_commands import progress_bar
 
 _URL = re.compile(r"https?://\S+", re.IGNORECASE)
 _YOUTUBE = re.compile(r"(?:https?://)?(?:www\.|m\.)?(?:youtube\.com|youtu\.be)/\S+", re.IGNORECASE)
@@ -48,12 +49,7 @@ async def ingest(
     for target in targets:
         try:
             skill, arguments = ingestion_call(target, depth=depth, max_pages=max_pages)
-            with tqdm(desc=target, unit=" step", file=sys.stderr, leave=False) as bar:
-
-                def advance(text: str, bar: "tqdm[Any]" = bar) -> None:
-                    bar.set_postfix_str(text[:80], refresh=False)
-                    bar.update()
-
+            with progress_bar(target) as advance:
                 task = await skills.call(skill, arguments, advance)
             _, text = result_of(task)
             print(text, file=out)
