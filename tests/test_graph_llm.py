@@ -7,7 +7,10 @@ for that prompt's schema (tests/data/graph/llm-responses.json). Everything else 
 product's server, the embedder, PostgreSQL and the embedded FalkorDB.
 """
 
+import asyncio
 import json
+import re
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -60,6 +63,25 @@ class RecordedChat:
         )
 
 
+def queued_uuid(added: dict[str, Any]) -> str:
+    """The episode uuid in add_memory's answer ("... queued ... (uuid <uuid>)")."""
+    match = re.search(r"\(uuid ([^)]+)\)$", added["message"])
+    assert match, added
+    return match.group(1)
+
+
+async def until_processed(tenant: Tenant, uuid: str, group_id: str) -> dict[str, Any]:
+    """The episode once the queue is done with it (done or failed), as get_episodes shows it."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = await tenant.result("get_episodes", group_ids=group_id, max_episodes=50)
+        (episode,) = [e for e in found["episodes"] if e["uuid"] == uuid]
+        if episode["status"] in ("done", "failed"):
+            return episode
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"episode {uuid} was not processed within a minute")
+
+
 @pytest.fixture(scope="module")
 def chat() -> Iterator[tuple[RecordedChat, str]]:
     double = RecordedChat()
@@ -95,7 +117,8 @@ async def test_an_episode_becomes_facts_that_search_finds_and_delete_removes(
         source_description="newsletter",
         group_id="acme:news",
     )
-    assert added["message"].startswith("Episode 'Team news' added to group 'acme:news'")
+    assert added["message"].startswith("Episode 'Team news' queued for processing in group")
+    await until_processed(acme, queued_uuid(added), "acme:news")
     assert {"ExtractedEntities", "ExtractedEdges"} <= set(chat[0].asked)
 
     facts = await acme.result("search_memory_facts", query="rocket engineer", group_ids="acme:news")

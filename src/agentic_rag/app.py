@@ -21,6 +21,7 @@ from agentic_rag.a2a.store import TaskStore
 from agentic_rag.a2a.tasks import LocalWorkQueue, TaskService
 from agentic_rag.config import Settings, keys_create_command
 from agentic_rag.graph.skills import add_graph_skills
+from agentic_rag.graph.upstream import Upstreams
 from agentic_rag.home import HomePage
 from agentic_rag.mcp.http import McpHttp
 from agentic_rag.network.delegating import open_delegation
@@ -117,10 +118,12 @@ class Engine:
             self._knowledge = knowledge
             from agentic_rag.graph.service import GraphService
 
-            graph = GraphService(settings, knowledge.embedder)
+            graph = GraphService(settings, knowledge.embedder, self.pool)
             self._stack.push_async_callback(graph.stop)
             await graph.start()
             self._graph = graph
+        # Upstream MCP servers' tools join the registry before anything serves it.
+        await self._stack.enter_async_context(Upstreams(settings, self.registry).run())
 
         self.api_keys = ApiKeyStore(self.pool)
         limiter = RateLimiter(
@@ -181,6 +184,9 @@ class Engine:
             sweep_seconds=settings.worker_sweep_seconds,
         )
         self._stack.push_async_callback(cluster.stop)
+        if self._graph is not None:  # its episode queue, worked under this worker's lease
+            self._graph.start_ingestion(cluster.worker)
+            self._stack.push_async_callback(self._graph.stop_ingestion)
 
     def _check_exposure(self) -> None:
         """Secure by default: open local mode only on a loopback address.

@@ -31,6 +31,27 @@ class TenantLimit(BaseModel):
     burst: int
 
 
+class UpstreamMcp(BaseModel):
+    """An MCP server whose tools this server offers as its own (docs/graph.md)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9-]{1,32}$")
+    url: str = Field(pattern=r"^https?://")
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    namespace_arguments: list[str] = Field(default_factory=lambda: ["group_id", "group_ids"])
+    namespace_prefix: str = ""
+
+    @field_validator("headers")
+    @classmethod
+    def _header_names(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        for name, secret in value.items():
+            text = secret.get_secret_value()
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a header name")
+            if not (text.isascii() and text.isprintable()):
+                raise ValueError(f"the value of {name} must be printable ASCII")
+        return value
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENTIC_RAG_", extra="ignore")
 
@@ -185,8 +206,35 @@ class Settings(BaseSettings):
         description="A FalkorDB server for the knowledge graph (falkor://, falkors://, redis://, "
         "rediss:// or unix:// URL); without it an embedded FalkorDB runs in data_dir.",
     )
+    graph_ingest_concurrency: int = Field(
+        4, ge=1, description="Queued graph episodes one process extracts at once."
+    )
+    graph_ingest_per_namespace: int = Field(
+        1,
+        ge=1,
+        description="Episodes of one graph namespace extracted at once, across all processes; "
+        "1 keeps them in the order they were added.",
+    )
+    graph_ingest_max_attempts: int = Field(
+        3, ge=1, description="Tries of a graph episode before it is marked failed."
+    )
+    graph_ingest_retry_seconds: float = Field(
+        30.0, ge=0, description="Pause before a failed graph episode is tried again."
+    )
     trajectory_retention_days: int = Field(
         30, ge=1, description="How long explain_answer can replay a retrieval."
+    )
+    upstream_mcp: list[UpstreamMcp] = Field(
+        default_factory=list,
+        description=(
+            "MCP servers whose tools are offered as skills `<name>_<tool>`, as JSON: "
+            '[{"name": "graphiti", "url": "http://host:8000/mcp", "headers": {...}, '
+            '"namespace_arguments": ["group_id", "group_ids"], "namespace_prefix": ""}]; '
+            "headers are never logged or stored."
+        ),
+    )
+    upstream_mcp_retry_seconds: float = Field(
+        30.0, gt=0, description="How often an upstream MCP server that did not answer is tried."
     )
 
     peers_allow_private: list[str] = Field(
@@ -254,6 +302,14 @@ class Settings(BaseSettings):
                     raise ValueError(f"{url!r}: {name!r} is not a header name")
                 if not (text.isascii() and text.isprintable()):
                     raise ValueError(f"{url!r}: the value of {name} must be printable ASCII")
+        return value
+
+    @field_validator("upstream_mcp")
+    @classmethod
+    def _distinct_upstreams(cls, value: list[UpstreamMcp]) -> list[UpstreamMcp]:
+        names = [upstream.name for upstream in value]
+        if len(set(names)) != len(names):
+            raise ValueError(f"upstream MCP servers need distinct names, not {names}")
         return value
 
     @field_validator("log_level", mode="before")

@@ -87,7 +87,7 @@ def _validate[M: BaseModel](model: type[M], params: Any) -> M:
 class A2AEndpoints:
     def __init__(self, settings: Settings, engine: "Engine") -> None:
         self._settings, self._engine = settings, engine
-        self._cards: dict[tuple[bool, bool], tuple[bytes, bytes]] = {}
+        self._cards: dict[tuple[bool, bool, int], tuple[bytes, bytes]] = {}
         self._methods: dict[str, Callable[[Request, RequestId, Any], Awaitable[Response]]] = {
             "message/send": self._send,
             "message/stream": self._stream,
@@ -102,9 +102,10 @@ class A2AEndpoints:
         }
 
     def _card(self, *, extended: bool, v030: bool) -> bytes:
-        """The card for the current authentication state (it changes once keys exist)."""
+        """The card for the current authentication state (it changes once keys exist) and
+        skills (an upstream MCP server's join when it first answers: graph/upstream.py)."""
         auth = self._engine.auth
-        key = (auth.enforced, extended)
+        key = (auth.enforced, extended, len(self._engine.registry))
         if key not in self._cards:
             card = agent_card(
                 self._settings,

@@ -5,7 +5,7 @@ unless an LLM endpoint is configured:
 - `FusionOrder`: the "cross-encoder" Graphiti insists on, which keeps the order rank fusion
   gave (the graph skills search with Graphiti's RRF recipes, which never call it);
 - `NoLLM`: the LLM client when none is configured, which refuses every call and says how to
-  configure one; `chat_client` builds the real one from the settings.
+  configure one; `chat_client` builds the real one from the settings, metered (cost.py).
 """
 
 import typing
@@ -17,9 +17,11 @@ from graphiti_core.llm_client import LLMClient, LLMConfig
 from graphiti_core.llm_client.config import ModelSize
 from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
 from graphiti_core.prompts.models import Message
+from openai import AsyncOpenAI
 from pydantic import BaseModel
 
 from agentic_rag.config import Settings
+from agentic_rag.graph.cost import MeteredOpenAI
 from agentic_rag.knowledge.embeddings import Embedder
 from agentic_rag.skills import SkillError
 
@@ -107,4 +109,6 @@ def chat_client(settings: Settings) -> OpenAIGenericClient | None:
         small_model=settings.llm_small_model or settings.llm_model,
         base_url=settings.llm_base_url,
     )
-    return OpenAIGenericClient(config)
+    # Metered: each call's tokens and time are counted for the episode and the metrics.
+    client = MeteredOpenAI(AsyncOpenAI(api_key=config.api_key, base_url=config.base_url))
+    return OpenAIGenericClient(config, client=client)

@@ -12,14 +12,14 @@ calls that name only a uuid (get_entity_edge, delete_episode, ...) look in every
 caller's tenant, and in no other.
 """
 
-import asyncio
 import hashlib
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
+import asyncpg
 from falkordb.asyncio import FalkorDB
 from graphiti_core import Graphiti
 from graphiti_core.driver.falkordb_driver import FalkorDriver
@@ -33,6 +33,7 @@ from graphiti_core.search.search_config_recipes import (
     NODE_HYBRID_SEARCH_RRF,
 )
 from graphiti_core.search.search_filters import ComparisonOperator, DateFilter, SearchFilters
+from graphiti_core.search.search_utils import RELEVANT_SCHEMA_LIMIT
 from graphiti_core.utils.bulk_utils import add_nodes_and_edges_bulk
 from graphiti_core.utils.maintenance.graph_data_operations import clear_data
 
@@ -46,13 +47,19 @@ from agentic_rag.graph.clients import (
 )
 from agentic_rag.graph.embedded import EmbeddedFalkorDB
 from agentic_rag.graph.namespaces import Namespace
+from agentic_rag.graph.queue import EpisodeQueue, EpisodeRecord
 from agentic_rag.graph.results import (
+    AddMemoryArguments,
     CommunityResult,
     EdgeResult,
     NodeResult,
 )
+from agentic_rag.graph.skills import parse_time
 from agentic_rag.knowledge.embeddings import Embedder
 from agentic_rag.skills import SkillError
+
+if TYPE_CHECKING:
+    from agentic_rag.graph.ingestion import EpisodeIngestion
 
 log = logging.getLogger(__name__)
 
@@ -113,14 +120,15 @@ def episode(node: EpisodicNode, ns: Namespace) -> dict[str, Any]:
 
 
 class GraphService:
-    def __init__(self, settings: Settings, embedder: Embedder) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder, pool: asyncpg.Pool) -> None:
         self.settings = settings
         self._embedder = GraphEmbedder(embedder)
         self._cross_encoder = FusionOrder()
         self._llm = chat_client(settings)
         self._embedded: EmbeddedFalkorDB | None = None
         self._graphs: dict[str, Graphiti] = {}
-        self._writing: dict[str, asyncio.Lock] = {}  # episodes of one namespace, one at a time
+        self.queue = EpisodeQueue(pool)
+        self._ingestion: EpisodeIngestion | None = None
         self.backend = ""
 
     def require_llm(self, skill: str) -> None:
@@ -143,7 +151,21 @@ class GraphService:
             await self.stop()
             raise GraphDatabaseError(f"cannot reach {self.backend}: {exc}") from exc
 
+    def start_ingestion(self, worker: int) -> None:
+        """Work the episode queue as `worker` (whose lease is its advisory lock)."""
+        from agentic_rag.graph.ingestion import EpisodeIngestion  # it needs this module
+
+        self._ingestion = EpisodeIngestion(self.settings, self.queue, self, worker)
+        self._ingestion.start()
+
+    async def stop_ingestion(self) -> None:
+        """Stop extracting; this worker's unfinished episodes go back to the queue."""
+        if self._ingestion is not None:
+            await self._ingestion.stop()
+            self._ingestion = None
+
     async def stop(self) -> None:
+        await self.stop_ingestion()
         graphs, self._graphs = self._graphs, {}
         for graphiti in graphs.values():
             driver = graphiti.driver
@@ -191,49 +213,92 @@ class GraphService:
 
     # -- writing ----------------------------------------------------------------------------
 
-    async def add_episode(
-        self,
-        ns: Namespace,
-        *,
-        name: str,
-        body: str,
-        source: str,
-        source_description: str,
-        uuid: str | None,
-        reference_time: datetime | None,
-        excluded_entity_types: list[str] | None,
-        custom_extraction_instructions: str | None,
-        previous_episode_uuids: list[str] | None,
-        update_communities: bool,
-        saga: str | None,
-        saga_previous_episode_uuid: str | None,
-    ) -> str:
-        """Extract the episode into `ns`'s graph (LLM calls); its uuid."""
+    async def queue_episode(self, ns: Namespace, args: AddMemoryArguments) -> str:
+        """Queue an episode for extraction (ingestion.py); its uuid, at once."""
         self.require_llm("add_memory")
-        try:
-            kind = EpisodeType[source.lower()]
-        except KeyError:
-            raise SkillError(f"source {source!r} is not one of text, json, message") from None
+        episode_type(args.source)
+        parse_time(args.reference_time, "reference_time")
+        uuid = args.uuid or str(uuid4())
+        if not await self.queue.add(ns.tenant, uuid, ns, args.model_dump()):
+            raise SkillError(f"episode {uuid!r} is queued or being processed already")
+        if self._ingestion is not None:
+            self._ingestion.wake()
+        return uuid
+
+    async def extract(self, ns: Namespace, uuid: str, arguments: dict[str, Any]) -> None:
+        """Extract a queued episode into `ns`'s graph (LLM calls), under its uuid.
+
+        The episode's node is saved first (unless it exists: Graphiti's way of extracting an
+        episode again), so that Graphiti extracts it under the uuid add_memory answered with;
+        it is left out of its own previous episodes, and removed again if the extraction
+        fails (Graphiti writes what it extracted only at the end), so that no later episode
+        reads a failed one as its context.
+        """
+        self.require_llm("add_memory")
+        args = AddMemoryArguments.model_validate(arguments)
+        kind = episode_type(args.source)
+        reference_time = parse_time(args.reference_time, "reference_time") or datetime.now(UTC)
         graphiti = await self._graphiti(ns)
         await self._remember(ns)
-        lock = self._writing.setdefault(ns.graph, asyncio.Lock())
-        async with lock:
-            added = await graphiti.add_episode(
-                name=name,
-                episode_body=body,
-                source_description=source_description,
-                reference_time=reference_time or datetime.now(UTC),
-                source=kind,
-                group_id=ns.graph,
+        driver = graphiti.driver
+        created: EpisodicNode | None = None
+        try:
+            await EpisodicNode.get_by_uuid(driver, uuid)
+        except NodeNotFoundError:
+            created = EpisodicNode(
                 uuid=uuid,
-                excluded_entity_types=excluded_entity_types,
-                previous_episode_uuids=previous_episode_uuids,
-                update_communities=update_communities,
-                custom_extraction_instructions=custom_extraction_instructions,
-                saga=saga,
-                saga_previous_episode_uuid=saga_previous_episode_uuid,
+                name=args.name,
+                group_id=ns.graph,
+                labels=[],
+                source=kind,
+                content=args.episode_body,
+                source_description=args.source_description,
+                created_at=datetime.now(UTC),
+                valid_at=reference_time,
             )
-        return added.episode.uuid
+            await created.save(driver)
+        try:
+            await self._extract(graphiti, ns, uuid, args, kind, reference_time)
+        except BaseException:
+            if created is not None:
+                await created.delete(driver)
+            raise
+
+    async def _extract(
+        self,
+        graphiti: Graphiti,
+        ns: Namespace,
+        uuid: str,
+        args: AddMemoryArguments,
+        kind: EpisodeType,
+        reference_time: datetime,
+    ) -> None:
+        driver = graphiti.driver
+        previous = args.previous_episode_uuids
+        if previous is None:  # Graphiti's default, less the episode itself
+            recent = await graphiti.retrieve_episodes(
+                reference_time,
+                last_n=RELEVANT_SCHEMA_LIMIT + 1,
+                group_ids=[ns.graph],
+                source=kind,
+                driver=driver,
+            )
+            previous = [e.uuid for e in recent if e.uuid != uuid][-RELEVANT_SCHEMA_LIMIT:]
+        await graphiti.add_episode(
+            name=args.name,
+            episode_body=args.episode_body,
+            source_description=args.source_description,
+            reference_time=reference_time,
+            source=kind,
+            group_id=ns.graph,
+            uuid=uuid,
+            excluded_entity_types=args.excluded_entity_types,
+            previous_episode_uuids=previous,
+            update_communities=args.update_communities,
+            custom_extraction_instructions=args.custom_extraction_instructions,
+            saga=args.saga,
+            saga_previous_episode_uuid=args.saga_previous_episode_uuid,
+        )
 
     async def add_triplet(
         self,
@@ -376,13 +441,26 @@ class GraphService:
         return found[:limit]
 
     async def episodes(self, namespaces: Sequence[Namespace], limit: int) -> list[dict[str, Any]]:
+        """The newest episodes: those in the graph, and those queued, processing or failed;
+        each with its state in the queue and what it cost (episodes not added through the
+        queue have none)."""
+        tenant = namespaces[0].tenant
         found: list[tuple[EpisodicNode, Namespace]] = []
         for ns in namespaces:
             graphiti = await self._graphiti(ns)
             nodes = await EpisodicNode.get_by_group_ids(graphiti.driver, [ns.graph], limit=limit)
             found += [(node, ns) for node in nodes]
-        found.sort(key=lambda pair: pair[0].created_at, reverse=True)
-        return [episode(node, ns) for node, ns in found[:limit]]
+        in_graph = {node.uuid: episode(node, ns) for node, ns in found}
+        records = await self.queue.records(tenant, list(in_graph))
+        for uuid, data in in_graph.items():
+            if uuid in records:
+                data.update(queue_state(records[uuid]))
+        listed = [(data["created_at"], data) for data in in_graph.values()]
+        for record in await self.queue.unfinished(tenant, list(namespaces), limit):
+            if record.uuid not in in_graph:
+                listed.append((record.created_at.isoformat(), pending_episode(record)))
+        listed.sort(key=lambda pair: pair[0] or "", reverse=True)
+        return [data for _, data in listed[:limit]]
 
     async def _find_edge(self, tenant: str, uuid: str) -> tuple[Graphiti, Namespace, EntityEdge]:
         for ns in await self.tenant_namespaces(tenant):
@@ -461,7 +539,8 @@ class GraphService:
         return communities, edge_count
 
     async def status(self, tenant: str) -> str:
-        """What get_status says: the database answers (for the caller's graph), the LLM."""
+        """What get_status says: the database answers (for the caller's graph), the LLM, and
+        the caller's episodes in the queue: counts by state, LLM cost, the last error."""
         graphiti = await self._graphiti(Namespace(tenant))
         await graphiti.driver.execute_query("MATCH (n) RETURN count(n) AS count")
         llm = (
@@ -469,7 +548,46 @@ class GraphService:
             if self._llm is not None
             else "no LLM configured (add_memory, summarize_saga and build_communities need one)"
         )
-        return f"the graph is running on {self.backend}; {llm}"
+        parts = [f"the graph is running on {self.backend}", llm]
+        for entry in await self.queue.counts(tenant):
+            counts = ", ".join(f"{n} {state}" for state, n in entry.counts.items())
+            line = f"episodes of {entry.group_id}: {counts}; {entry.cost.describe()}"
+            if entry.last_error:
+                line += f"; last error: {entry.last_error}"
+            parts.append(line)
+        return "; ".join(parts)
+
+
+def episode_type(source: str) -> EpisodeType:
+    try:
+        return EpisodeType[source.lower()]
+    except KeyError:
+        raise SkillError(f"source {source!r} is not one of text, json, message") from None
+
+
+def queue_state(record: EpisodeRecord) -> dict[str, Any]:
+    """An episode's state in the queue and its cost, as fields added to Graphiti's episode."""
+    return {
+        "status": record.state,
+        "attempts": record.attempts,
+        "error": record.error,
+        "llm_calls": record.cost.calls,
+        "prompt_tokens": record.cost.prompt_tokens,
+        "completion_tokens": record.cost.completion_tokens,
+        "llm_seconds": round(record.cost.seconds, 3),
+        "seconds": round(record.seconds, 3),
+    }
+
+
+def pending_episode(record: EpisodeRecord) -> dict[str, Any]:
+    """An episode not (yet) in the graph, as get_episodes lists it."""
+    return {
+        "uuid": record.uuid,
+        "name": record.name,
+        "created_at": record.created_at.isoformat(),
+        "group_id": record.group_id,
+        **queue_state(record),
+    }
 
 
 def _between(after: datetime | None, before: datetime | None) -> list[list[DateFilter]] | None:

@@ -86,33 +86,20 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
 
     async def add_memory(ctx: SkillContext, args: AddMemoryArguments) -> AddMemoryOutput:
         ns = namespace(ctx.tenant, args.group_id)
-        service = graph()
-        service.require_llm("add_memory")
-        uuid = await service.add_episode(
-            ns,
-            name=args.name,
-            body=args.episode_body,
-            source=args.source,
-            source_description=args.source_description,
-            uuid=args.uuid,
-            reference_time=parse_time(args.reference_time, "reference_time"),
-            excluded_entity_types=args.excluded_entity_types,
-            custom_extraction_instructions=args.custom_extraction_instructions,
-            previous_episode_uuids=args.previous_episode_uuids,
-            update_communities=args.update_communities,
-            saga=args.saga,
-            saga_previous_episode_uuid=args.saga_previous_episode_uuid,
-        )
+        uuid = await graph().queue_episode(ns, args)
+        # Graphiti's server answers so too: the episode is queued, extracted in the background.
         return AddMemoryOutput(
             result=SuccessResponse(
-                message=f"Episode '{args.name}' added to group '{ns.name}' (uuid {uuid})"
+                message=f"Episode '{args.name}' queued for processing in group '{ns.name}' "
+                f"(uuid {uuid})"
             )
         )
 
     add_description = (
-        "Add an episode (text, message or JSON) to the graph memory: an LLM extracts its "
-        "entities and facts. Needs an LLM (AGENTIC_RAG_LLM_BASE_URL, AGENTIC_RAG_LLM_MODEL). "
-        + GROUPS
+        "Add an episode (text, message or JSON) to the graph memory: it is queued, and an LLM "
+        "extracts its entities and facts in the background, in order per group; the answer "
+        "gives its uuid, and get_episodes and get_status show its progress. Needs an LLM "
+        "(AGENTIC_RAG_LLM_BASE_URL, AGENTIC_RAG_LLM_MODEL). " + GROUPS
     )
     registry.skill(description=add_description, tags=TAGS)(add_memory)
     registry.skill(
@@ -320,7 +307,9 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
         )
 
     @registry.skill(
-        description="Whether the graph database answers, and whether an LLM is configured.",
+        description="Whether the graph database answers, whether an LLM is configured, and "
+        "your episodes in the queue: queued, processing, done and failed per group, their LLM "
+        "calls, tokens and time, and the last error.",
         tags=TAGS,
     )
     async def get_status(ctx: SkillContext, args: GetStatusArguments) -> StatusResponse:

@@ -103,6 +103,28 @@ class Metrics:
             registry=r,
         )
 
+        self.graph_llm_calls = Counter(
+            "agentic_rag_graph_llm_calls",
+            "LLM calls of the knowledge graph (extraction, summaries), by outcome (ok, error).",
+            ["outcome"],
+            registry=r,
+        )
+        self.graph_llm_tokens = Counter(
+            "agentic_rag_graph_llm_tokens",
+            "Tokens of the graph's LLM calls as the endpoint reports them, by kind "
+            "(prompt, completion).",
+            ["kind"],
+            registry=r,
+        )
+        self.graph_episode_duration = Histogram(
+            "agentic_rag_graph_episode_duration_seconds",
+            "How long one attempt at extracting a queued episode takes, by outcome "
+            "(done, retry, failed).",
+            ["outcome"],
+            buckets=_DURATION_BUCKETS,
+            registry=r,
+        )
+
     def child(self, metric: Any, *labels: str) -> Any:
         """`metric.labels(*labels)`, cached: `labels()` takes a lock and checks on every call."""
         key = (id(metric), labels)
@@ -206,6 +228,23 @@ def record_peer_health(status: str) -> None:
     metrics = _CURRENT.get()
     if metrics is not None:
         metrics.child(metrics.peer_health_changes, status).inc()
+
+
+def record_graph_llm_call(outcome: str, prompt_tokens: int, completion_tokens: int) -> None:
+    """One LLM call of the graph ended (`ok` or `error`), with the tokens it reported."""
+    metrics = _CURRENT.get()
+    if metrics is not None:
+        metrics.child(metrics.graph_llm_calls, outcome).inc()
+        for kind, tokens in (("prompt", prompt_tokens), ("completion", completion_tokens)):
+            if tokens:
+                metrics.child(metrics.graph_llm_tokens, kind).inc(tokens)
+
+
+def record_graph_episode(outcome: str, seconds: float) -> None:
+    """An attempt at a queued episode ended: `done`, `retry` (failed, tried again) or `failed`."""
+    metrics = _CURRENT.get()
+    if metrics is not None:
+        metrics.child(metrics.graph_episode_duration, outcome).observe(seconds)
 
 
 def record_task_events(previous: Task | None, events: Sequence[object]) -> None:

@@ -1,0 +1,111 @@
+"""EpisodeIngestion: this worker's share of the episode queue (queue.py).
+
+It claims episodes while fewer than `graph_ingest_concurrency` are extracting here, extracts
+each with the LLM into its namespace's graph (`GraphService.extract`), and records the outcome
+and the cost (cost.py). It looks for work when an episode is queued in this process (`wake`),
+when one of its extractions ends, and every `POLL_SECONDS` (episodes queued by other processes,
+retries coming due, episodes of workers that died, which it puts back in the queue first).
+
+Stopping cancels the extractions under way and puts their episodes back in the queue; the next
+worker to start (or any other running) takes them, and Graphiti extracts them again from the
+start (an episode's node is kept, so its uuid stays).
+"""
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from agentic_rag.a2a.cluster import WORKER_LOCK_CLASS
+from agentic_rag.config import Settings
+from agentic_rag.graph.cost import episode_cost
+from agentic_rag.graph.queue import EpisodeQueue, QueuedEpisode
+from agentic_rag.graph.service import GraphService
+from agentic_rag.observability import metrics
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 1.0  # how soon work queued by another process, or a retry due, is noticed
+
+
+class EpisodeIngestion:
+    def __init__(
+        self, settings: Settings, queue: EpisodeQueue, graph: GraphService, worker: int
+    ) -> None:
+        self._queue, self._graph, self._worker = queue, graph, worker
+        self._concurrency = settings.graph_ingest_concurrency
+        self._per_namespace = settings.graph_ingest_per_namespace
+        self._max_attempts = settings.graph_ingest_max_attempts
+        self._retry_seconds = settings.graph_ingest_retry_seconds
+        self._wake = asyncio.Event()
+        self._running: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._loop = asyncio.create_task(self._run(), name="graph-ingestion")
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def stop(self) -> None:
+        tasks = [t for t in (self._loop, *self._running) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._loop = None
+        await self._queue.release(self._worker)
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                await self._fill()
+            except Exception:  # the database may be down for a while: try again next time
+                log.exception("graph ingestion: looking for queued episodes failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), POLL_SECONDS)
+
+    async def _fill(self) -> None:
+        recovered = await self._queue.recover(WORKER_LOCK_CLASS, self._max_attempts)
+        if recovered:
+            log.warning("graph ingestion: %d episodes of stopped workers queued again", recovered)
+        while len(self._running) < self._concurrency:
+            episode = await self._queue.claim(self._worker, self._per_namespace)
+            if episode is None:
+                return
+            task = asyncio.create_task(self._process(episode), name=f"episode {episode.uuid}")
+            self._running.add(task)
+            task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._wake.set()  # a place is free, and the namespace's next episode may go
+
+    async def _process(self, episode: QueuedEpisode) -> None:
+        started = time.perf_counter()
+        with episode_cost() as cost:
+            try:
+                await self._graph.extract(episode.namespace, episode.uuid, episode.arguments)
+            except Exception as exc:
+                seconds = time.perf_counter() - started
+                retry = episode.attempts < self._max_attempts
+                error = f"attempt {episode.attempts}: {_reason(exc)}"
+                log.warning("graph episode %s failed (%s)", episode.uuid, error)
+                metrics.record_graph_episode("retry" if retry else "failed", seconds)
+                await self._queue.failed(
+                    self._worker,
+                    episode,
+                    error,
+                    cost,
+                    seconds,
+                    retry_seconds=self._retry_seconds if retry else None,
+                )
+                return
+        seconds = time.perf_counter() - started
+        metrics.record_graph_episode("done", seconds)
+        await self._queue.done(self._worker, episode, cost, seconds)
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
