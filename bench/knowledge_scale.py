@@ -624,7 +624,7 @@ async def run_queries(
             4,
         )
 
-    for budget in (750, LEXICAL_CANDIDATES, 3000):
+    for budget in sorted({750, 1500, 3000, LEXICAL_CANDIDATES}):
         stats, results = await measure(
             lq,
             lambda q, b=budget: store.lexical(tenant.name, q, LEXICAL_WIDTH, none, budget=b),

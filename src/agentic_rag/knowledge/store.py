@@ -33,7 +33,7 @@ HNSW_BUILD_MEMORY = "2GB"
 Connection = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 # Chunks the lexical leg scores at most, and the top it keeps exact within them
 # (bench/results/knowledge-scale.md measures both against unbounded BM25).
-LEXICAL_CANDIDATES = 1500
+LEXICAL_CANDIDATES = 750
 LEXICAL_EXACT_TOP = 30
 
 
