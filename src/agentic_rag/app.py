@@ -122,6 +122,11 @@ class Engine:
             self._stack.push_async_callback(graph.stop)
             await graph.start()
             self._graph = graph
+            from agentic_rag.graph.documents import DocumentGraph
+
+            knowledge.attach_graph(
+                DocumentGraph(graph, ingest_documents=settings.graph_ingest_documents)
+            )
         # Upstream MCP servers' tools join the registry before anything serves it.
         await self._stack.enter_async_context(Upstreams(settings, self.registry).run())
 

@@ -221,6 +221,11 @@ class Settings(BaseSettings):
     graph_ingest_retry_seconds: float = Field(
         30.0, ge=0, description="Pause before a failed graph episode is tried again."
     )
+    graph_ingest_documents: bool = Field(
+        False,
+        description="Documents stored by the ingest skills also become graph episodes "
+        "(extracted by the LLM, so it needs one).",
+    )
     trajectory_retention_days: int = Field(
         30, ge=1, description="How long explain_answer can replay a retrieval."
     )
@@ -323,6 +328,15 @@ class Settings(BaseSettings):
             raise ValueError(
                 "JWT needs AGENTIC_RAG_JWT_ISSUER and AGENTIC_RAG_JWT_AUDIENCE: every token's "
                 "iss and aud are checked"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _graph_documents_need_an_llm(self) -> "Settings":
+        if self.graph_ingest_documents and not (self.llm_base_url and self.llm_model):
+            raise ValueError(
+                "AGENTIC_RAG_GRAPH_INGEST_DOCUMENTS needs an LLM to extract the documents' "
+                "entities and facts: set AGENTIC_RAG_LLM_BASE_URL and AGENTIC_RAG_LLM_MODEL"
             )
         return self
 

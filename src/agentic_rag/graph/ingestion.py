@@ -103,7 +103,10 @@ class EpisodeIngestion:
                 return
         seconds = time.perf_counter() - started
         metrics.record_graph_episode("done", seconds)
-        await self._queue.done(self._worker, episode, cost, seconds)
+        recorded = await self._queue.done(self._worker, episode, cost, seconds)
+        if not recorded and not await self._queue.exists(episode.tenant, episode.uuid):
+            # Deleted while it was extracted (its document was): what it wrote goes too.
+            await self._graph.remove_episode(episode.namespace, episode.uuid)
 
 
 def _reason(exc: Exception) -> str:

@@ -98,8 +98,9 @@ class EpisodeQueue:
 
     async def done(
         self, worker: int, episode: QueuedEpisode, cost: EpisodeCost, seconds: float
-    ) -> None:
-        await self._finish(worker, episode, "done", None, cost, seconds, retry_seconds=None)
+    ) -> bool:
+        """Record an extracted episode; False if this worker no longer holds it."""
+        return await self._finish(worker, episode, "done", None, cost, seconds, retry_seconds=None)
 
     async def failed(
         self,
@@ -124,15 +125,16 @@ class EpisodeQueue:
         cost: EpisodeCost,
         seconds: float,
         retry_seconds: float | None,
-    ) -> None:
-        await self._pool.execute(
+    ) -> bool:
+        updated = await self._pool.fetchval(
             "UPDATE graph_episodes SET state = $4, error = $5, worker = NULL, "
             "llm_calls = llm_calls + $6, prompt_tokens = prompt_tokens + $7, "
             "completion_tokens = completion_tokens + $8, llm_seconds = llm_seconds + $9, "
             "seconds = seconds + $10, "
             "not_before = now() + make_interval(secs => coalesce($11::float8, 0)), "
             "finished_at = CASE WHEN $4 IN ('done', 'failed') THEN now() END "
-            "WHERE tenant = $1 AND uuid = $2 AND worker = $3 AND state = 'processing'",
+            "WHERE tenant = $1 AND uuid = $2 AND worker = $3 AND state = 'processing' "
+            "RETURNING true",
             episode.tenant,
             episode.uuid,
             worker,
@@ -145,6 +147,60 @@ class EpisodeQueue:
             seconds,
             retry_seconds,
         )
+        return bool(updated)
+
+    async def exists(self, tenant: str, uuid: str) -> bool:
+        return bool(
+            await self._pool.fetchval(
+                "SELECT true FROM graph_episodes WHERE tenant = $1 AND uuid = $2", tenant, uuid
+            )
+        )
+
+    # -- the episodes of ingested documents (graph/documents.py) --------------------------
+
+    async def document_episodes(
+        self, tenant: str, document_ids: list[str]
+    ) -> list[tuple[str, Namespace, str]]:
+        """(uuid, namespace, state) of the episodes made from these documents."""
+        rows = await self._pool.fetch(
+            "SELECT uuid, sub_group, state FROM graph_episodes WHERE tenant = $1 "
+            "AND arguments->>'document_id' = ANY($2::text[])",
+            tenant,
+            document_ids,
+        )
+        return [(r["uuid"], Namespace(tenant, r["sub_group"]), r["state"]) for r in rows]
+
+    async def delete(self, tenant: str, uuids: list[str]) -> list[tuple[str, Namespace, str]]:
+        """Remove these episodes from the queue; (uuid, namespace, state) of each removed.
+
+        A worker extracting one of them finds it gone when it ends (`exists`)."""
+        rows = await self._pool.fetch(
+            "DELETE FROM graph_episodes WHERE tenant = $1 AND uuid = ANY($2::text[]) "
+            "RETURNING uuid, sub_group, state",
+            tenant,
+            uuids,
+        )
+        return [(r["uuid"], Namespace(tenant, r["sub_group"]), r["state"]) for r in rows]
+
+    async def has_document_episodes(self, tenant: str) -> bool:
+        """Whether an episode of an ingested document of `tenant` is in the graph."""
+        return bool(
+            await self._pool.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM graph_episodes WHERE tenant = $1 "
+                "AND state = 'done' AND arguments ? 'document_id')",
+                tenant,
+            )
+        )
+
+    async def episode_chunks(self, tenant: str, uuids: list[str]) -> dict[str, list[int]]:
+        """The chunk ids each of these episodes of ingested documents was made from."""
+        rows = await self._pool.fetch(
+            "SELECT uuid, arguments->'chunk_ids' AS chunk_ids FROM graph_episodes "
+            "WHERE tenant = $1 AND uuid = ANY($2::text[]) AND arguments ? 'chunk_ids'",
+            tenant,
+            uuids,
+        )
+        return {r["uuid"]: [int(c) for c in orjson.loads(r["chunk_ids"])] for r in rows}
 
     async def release(self, worker: int) -> None:
         """Put this worker's unfinished episodes back in the queue (it is stopping); the

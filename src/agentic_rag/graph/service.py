@@ -12,6 +12,7 @@ calls that name only a uuid (get_entity_edge, delete_episode, ...) look in every
 caller's tenant, and in no other.
 """
 
+import contextlib
 import hashlib
 import logging
 from collections.abc import Sequence
@@ -213,13 +214,17 @@ class GraphService:
 
     # -- writing ----------------------------------------------------------------------------
 
-    async def queue_episode(self, ns: Namespace, args: AddMemoryArguments) -> str:
-        """Queue an episode for extraction (ingestion.py); its uuid, at once."""
+    async def queue_episode(
+        self, ns: Namespace, args: AddMemoryArguments, provenance: dict[str, Any] | None = None
+    ) -> str:
+        """Queue an episode for extraction (ingestion.py); its uuid, at once. `provenance`
+        (an ingested document's id and chunk ids) is kept with its arguments in the queue."""
         self.require_llm("add_memory")
         episode_type(args.source)
         parse_time(args.reference_time, "reference_time")
         uuid = args.uuid or str(uuid4())
-        if not await self.queue.add(ns.tenant, uuid, ns, args.model_dump()):
+        arguments = {**args.model_dump(), **(provenance or {})}
+        if not await self.queue.add(ns.tenant, uuid, ns, arguments):
             raise SkillError(f"episode {uuid!r} is queued or being processed already")
         if self._ingestion is not None:
             self._ingestion.wake()
@@ -489,6 +494,28 @@ class GraphService:
             await graphiti.remove_episode(uuid)
             return
         raise SkillError(f"no episode {uuid!r} in your graph")
+
+    async def remove_episode(self, ns: Namespace, uuid: str) -> None:
+        """Remove an episode and what only it produced from `ns`'s graph, if it is there."""
+        graphiti = await self._graphiti(ns)
+        with contextlib.suppress(NodeNotFoundError):
+            await graphiti.remove_episode(uuid)
+
+    async def search_edges(
+        self, ns: Namespace, query: str, limit: int
+    ) -> list[tuple[EntityEdge, float]]:
+        """Facts of `ns` for `query` by Graphiti's hybrid edge search, with their scores."""
+        graphiti = await self._graphiti(ns)
+        results = await graphiti.search_(
+            query=query,
+            config=EDGE_HYBRID_SEARCH_RRF.model_copy(update={"limit": limit}),
+            group_ids=[ns.graph],
+        )
+        scores = results.edge_reranker_scores
+        return [
+            (edge, scores[i] if i < len(scores) else 1 / (i + 1))
+            for i, edge in enumerate(results.edges)
+        ]
 
     async def episode_entities(
         self, tenant: str, uuids: list[str]

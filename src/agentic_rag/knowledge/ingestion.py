@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from agentic_rag.knowledge.jobs import Job, JobStore
 from agentic_rag.knowledge.results import IngestedDocument, IngestSummary
 from agentic_rag.knowledge.store import KnowledgeStore, Space, WriteResult, content_hash
 from agentic_rag.skills import SkillError
+
+if TYPE_CHECKING:
+    from agentic_rag.graph.documents import DocumentGraph
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +67,7 @@ class Ingestion:
     ) -> None:
         self._store, self._jobs = store, jobs
         self._embedder, self._chunker, self._space = embedder, chunker, space
+        self.graph: DocumentGraph | None = None  # set when the graph runs (KnowledgeService)
 
     async def run_job(
         self,
@@ -181,6 +185,10 @@ class Ingestion:
                 last_modified=last_modified,
                 links=links,
             )
+        if self.graph is not None and (
+            result.status != "unchanged" or await self.graph.lacks_episodes(tenant, existing)
+        ):
+            await self._to_graph(run, self.graph, result.document_id, document)
         ingested = IngestedDocument(
             document_id=result.document_id,
             uri=document.uri,
@@ -197,3 +205,14 @@ class Ingestion:
             summary.ingested += 1
             summary.chunks += result.chunks
         return ingested
+
+    async def _to_graph(
+        self, run: JobRun, graph: "DocumentGraph", document_id: str, document: ExtractedDocument
+    ) -> None:
+        """A new version's episodes replace the old version's (graph/documents.py)."""
+        spans = (
+            await self._store.chunk_spans(run.tenant, document_id) if graph.ingest_documents else []
+        )
+        queued = await graph.replace(run.tenant, document_id, document.title, document.text, spans)
+        if queued:
+            await run.progress(f"{document.uri}: {len(queued)} graph episodes queued")

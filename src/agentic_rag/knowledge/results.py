@@ -166,6 +166,17 @@ class RerankTrace(BaseModel):
     after: list[RankedChunk]
 
 
+class GraphFactHit(BaseModel):
+    """A fact the graph retriever found: its chunks are its hits."""
+
+    uuid: str
+    fact: str
+    rank: int
+    score: float
+    episodes: list[str] = Field(description="The graph episodes it came from")
+    chunk_ids: list[int] = Field(description="The chunks of those episodes' documents")
+
+
 class Explanation(BaseModel):
     """How one retrieval found what it returned, stage by stage."""
 
@@ -182,4 +193,8 @@ class Explanation(BaseModel):
     rerank: RerankTrace | None = Field(None, description="The order before and after reranking")
     hits: list[SearchHit] = Field(description="The final hits with the exact span of each")
     answer: Answer | None = None
+    graph_facts: list[GraphFactHit] = Field(
+        default_factory=list,
+        description="The facts behind the graph retriever's hits (when it ran)",
+    )
     timings_ms: dict[str, float] = Field(description="Milliseconds spent in each stage")

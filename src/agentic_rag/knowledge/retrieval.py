@@ -1,7 +1,11 @@
 """Retrieval: run the retrievers, fuse, rerank, answer, and record every stage.
 
-    query -> dense (pgvector) and lexical (BM25 over the lexicon) -> fusion -> reranker
-          -> top k -> answer with numbered citations -> trajectory (for explain_answer)
+    query -> dense (pgvector) and lexical (BM25 over the lexicon) [and graph facts]
+          -> fusion -> reranker -> top k -> answer with numbered citations
+          -> trajectory (for explain_answer)
+
+The graph retriever (graph/documents.py) runs when asked for, the graph is running, no filter
+is given (facts span documents), and the tenant's graph holds facts of ingested documents.
 
 The trajectory keeps each stage's input and output with ranks, scores and time, so that
 `explain_answer` can show exactly why a passage was cited.
@@ -11,7 +15,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge import answers
@@ -32,7 +36,10 @@ from agentic_rag.knowledge.store import Filters, Hit, KnowledgeStore, Space
 from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.skills import SkillError
 
-Retriever = Literal["dense", "lexical"]
+if TYPE_CHECKING:
+    from agentic_rag.graph.documents import DocumentGraph, GraphFact
+
+Retriever = Literal["dense", "lexical", "graph"]
 Reranker = Literal["rrf", "mmr", "cross-encoder", "llm"]
 RERANKERS: tuple[Reranker, ...] = ("rrf", "mmr", "cross-encoder", "llm")
 
@@ -48,6 +55,11 @@ class RetrievalConfig:
     rrf_k: float = 5.0
     """For the `rrf` reranker: k in 1..5 was best on the benchmark's tuning half."""
     weights: Mapping[str, float] = field(default_factory=lambda: {"dense": 1.0, "lexical": 1.0})
+    graph_weight: float = 0.5
+    """The graph retriever's weight, added only when it runs (so the two-leg fusion is the
+    benchmark's); not measured yet: a fact stands for several chunks, a supporting signal."""
+    graph_facts: int = 20
+    """Facts the graph retriever asks for (each stands for the chunks of its episodes)."""
     ef_search: int = 200
     """recall@10 0.967 at 100k chunks (0.916 at 100), p95 16 ms (bench/results)."""
     mmr_diversity: float = 0.1
@@ -81,6 +93,7 @@ class Retrieval:
         self._store, self._trajectories = store, trajectories
         self._embedder, self._space, self.config = embedder, space, config
         self._cross_encoder, self._llm = cross_encoder, llm
+        self.graph: DocumentGraph | None = None  # set when the graph runs (KnowledgeService)
 
     def available_rerankers(self) -> list[str]:
         available = ["rrf", "mmr"]
@@ -131,21 +144,28 @@ class Retrieval:
         method: FusionMethod = "rrf" if reranker == "rrf" else config.fusion
         # The legs are independent: they run at once (the embedder in its thread, each query on
         # a connection of its own), so a hybrid search costs the slower leg, not the sum.
-        legs: dict[str, Awaitable[Ranked]] = {}
+        legs: dict[str, Awaitable[Ranked | None]] = {}
         leg_times: dict[str, float] = {}
+        facts: list[GraphFact] = []
         if "dense" in retrievers:
             legs["dense"] = self._dense(
                 tenant, query, width, filters, similarity_threshold, leg_times
             )
         if "lexical" in retrievers:
             legs["lexical"] = self._lexical(tenant, query, width, filters, leg_times)
-        lists = dict(zip(legs, await asyncio.gather(*legs.values()), strict=True))
+        if "graph" in retrievers and self.graph is not None and not filters:
+            legs["graph"] = self._graph(self.graph, tenant, query, width, leg_times, facts)
+        ran = dict(zip(legs, await asyncio.gather(*legs.values()), strict=True))
+        lists = {name: hits for name, hits in ran.items() if hits is not None}
         clock.lap("retrieve")
+        weights = dict(config.weights)
+        if "graph" in lists:
+            weights["graph"] = config.graph_weight
         if len(lists) == 1:
             (only,) = lists.values()
             fused = [Fused(c, s, {next(iter(lists)): s}) for c, s in only]
         else:
-            fused = fuse(method, lists, config.weights, rrf_k=config.rrf_k)
+            fused = fuse(method, lists, weights, rrf_k=config.rrf_k)
         clock.lap("fusion")
 
         ranked: list[tuple[int, float]] = [(f.chunk_id, f.score) for f in fused]
@@ -198,7 +218,7 @@ class Retrieval:
                 "fusion": {
                     "method": method if len(lists) > 1 else "none",
                     "rrf_k": config.rrf_k,
-                    "weights": dict(config.weights),
+                    "weights": weights,
                 },
                 "reranker": reranker,
                 "top_k": top_k,
@@ -227,6 +247,7 @@ class Retrieval:
             },
             "hits": [h.model_dump(mode="json") for h in hits],
             "answer": reply.model_dump(mode="json") if reply else None,
+            "graph_facts": [asdict(f) for f in facts],
             "timings_ms": {**leg_times, **clock.timings},
         }
         await self._trajectories.save(tenant, trajectory_id, query, trace)
@@ -261,6 +282,26 @@ class Retrieval:
         clock.lap("lexical")
         times.update(clock.timings)
         return hits
+
+    async def _graph(
+        self,
+        graph: "DocumentGraph",
+        tenant: str,
+        query: str,
+        limit: int,
+        times: dict[str, float],
+        facts: list["GraphFact"],
+    ) -> Ranked | None:
+        """The chunks behind the graph's facts for the query; None (no list, no time) when
+        the tenant's graph holds no document's facts."""
+        clock = Stopwatch()
+        if not await graph.has_facts(tenant):
+            return None
+        found, ranked = await graph.retrieve(tenant, query, self.config.graph_facts)
+        facts.extend(found)
+        clock.lap("graph")
+        times.update(clock.timings)
+        return ranked[:limit]
 
     async def _rerank(
         self,

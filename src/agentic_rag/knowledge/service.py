@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, aclosing
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 from youtube_transcript_api.proxies import GenericProxyConfig
@@ -68,6 +68,9 @@ from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
 from agentic_rag.skills import SkillError
 
+if TYPE_CHECKING:
+    from agentic_rag.graph.documents import DocumentGraph
+
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], Awaitable[None]]
@@ -105,6 +108,7 @@ class KnowledgeService:
         self.store = KnowledgeStore(pool)
         self.jobs = JobStore(pool)
         self.trajectories = TrajectoryStore(pool)
+        self.graph: DocumentGraph | None = None
         self._stack = AsyncExitStack()
 
     async def start(self) -> None:
@@ -151,6 +155,10 @@ class KnowledgeService:
 
     async def stop(self) -> None:
         await self._stack.aclose()
+
+    def attach_graph(self, graph: "DocumentGraph") -> None:
+        """The graph runs: documents' episodes follow them, and retrieval may ask it."""
+        self.graph = self.ingestion.graph = self.retrieval.graph = graph
 
     # -- ingestion --------------------------------------------------------------------
 
@@ -449,6 +457,20 @@ class KnowledgeService:
         )
 
     # -- catalogue --------------------------------------------------------------------
+
+    async def delete_document(self, tenant: str, document_id: str) -> bool:
+        """Delete a document, its chunks and its graph episodes (those first: a failure
+        leaves the document, to be deleted again)."""
+        if self.graph is not None:
+            await self.graph.forget(tenant, [document_id])
+        return await self.store.delete_document(tenant, document_id)
+
+    async def delete_source(self, tenant: str, source_id: str) -> int | None:
+        """Delete a source with its documents, their chunks and graph episodes; the number of
+        documents, or None if there is no such source."""
+        if self.graph is not None:
+            await self.graph.forget(tenant, await self.store.document_ids(tenant, source_id))
+        return await self.store.delete_source(tenant, source_id)
 
     async def sources(self, tenant: str) -> list[SourceInfo]:
         return [

@@ -178,8 +178,9 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
 
     @registry.skill(
         description="Answer a question from the knowledge base: dense and lexical (BM25) "
-        "retrieval fused, optionally reranked, with an answer citing numbered sources and a "
-        "trajectory_id for explain_answer.",
+        "retrieval, and the knowledge graph's facts when it has some, fused, optionally "
+        "reranked, with an answer citing numbered sources and a trajectory_id for "
+        "explain_answer.",
         tags=["knowledge", "search", "rag"],
         examples=["How do I configure the embedding model?"],
         text_argument="query",
@@ -195,6 +196,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
             args.query,
             top_k=args.top_k,
             filters=args.filters.to_filters(),
+            retrievers=("dense", "lexical", "graph"),
             reranker=reranker,
             answer=args.answer,
         )
@@ -327,20 +329,20 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         return await knowledge().document(ctx.tenant, args.document_id, with_text=args.include_text)
 
     @registry.skill(
-        description="Delete a document and its chunks.",
+        description="Delete a document, its chunks and its knowledge-graph episodes.",
         tags=["knowledge", "catalogue"],
     )
     async def delete_document(ctx: SkillContext, args: DocumentIdInput) -> Deleted:
-        if not await knowledge().store.delete_document(ctx.tenant, args.document_id):
+        if not await knowledge().delete_document(ctx.tenant, args.document_id):
             raise SkillError(f"no document {args.document_id!r}")
         return Deleted(deleted=args.document_id, documents=1)
 
     @registry.skill(
-        description="Delete a source with all its documents and chunks.",
+        description="Delete a source with all its documents, chunks and graph episodes.",
         tags=["knowledge", "catalogue"],
     )
     async def delete_source(ctx: SkillContext, args: SourceIdInput) -> Deleted:
-        count = await knowledge().store.delete_source(ctx.tenant, args.source_id)
+        count = await knowledge().delete_source(ctx.tenant, args.source_id)
         if count is None:
             raise SkillError(f"no source {args.source_id!r}")
         return Deleted(deleted=args.source_id, documents=count)

@@ -481,6 +481,22 @@ class KnowledgeStore:
             for r in rows
         ]
 
+    async def chunk_spans(self, tenant: str, document_id: str) -> list[tuple[int, int, int]]:
+        """(chunk id, char_start, char_end) of a document's chunks, in order."""
+        rows = await self._pool.fetch(
+            "SELECT id, char_start, char_end FROM chunks WHERE tenant = $1 AND document_id = $2 "
+            "ORDER BY position",
+            tenant,
+            document_id,
+        )
+        return [(r["id"], r["char_start"], r["char_end"]) for r in rows]
+
+    async def document_ids(self, tenant: str, source_id: str) -> list[str]:
+        rows = await self._pool.fetch(
+            "SELECT id FROM documents WHERE tenant = $1 AND source_id = $2", tenant, source_id
+        )
+        return [r["id"] for r in rows]
+
     async def delete_document(self, tenant: str, document_id: str) -> bool:
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute(
