@@ -321,12 +321,9 @@ class GraphService:
         graphiti = await self._graphiti(ns)
         await self._remember(ns)
         now = datetime.now(UTC)
-        if self._llm is not None:
-            source, target = (
-                EntityNode(uuid=uuid or str(uuid4()), name=name, group_id=ns.graph, created_at=now)
-                for name, uuid in ((source_name, source_uuid), (target_name, target_uuid))
-            )
-            edge = EntityEdge(
+
+        def new_edge(source: EntityNode, target: EntityNode) -> EntityEdge:
+            return EntityEdge(
                 name=edge_name,
                 fact=fact_text,
                 group_id=ns.graph,
@@ -334,7 +331,13 @@ class GraphService:
                 target_node_uuid=target.uuid,
                 created_at=now,
             )
-            added = await graphiti.add_triplet(source, edge, target)
+
+        if self._llm is not None:
+            source, target = (
+                EntityNode(uuid=uuid or str(uuid4()), name=name, group_id=ns.graph, created_at=now)
+                for name, uuid in ((source_name, source_uuid), (target_name, target_uuid))
+            )
+            added = await graphiti.add_triplet(source, new_edge(source, target), target)
             return (
                 [node_result(node, ns) for node in added.nodes],
                 [edge_result(edge, ns) for edge in added.edges],
@@ -352,14 +355,7 @@ class GraphService:
         if records:
             edge = await EntityEdge.get_by_uuid(driver, records[0]["uuid"])
         else:
-            edge = EntityEdge(
-                name=edge_name,
-                fact=fact_text,
-                group_id=ns.graph,
-                source_node_uuid=source.uuid,
-                target_node_uuid=target.uuid,
-                created_at=now,
-            )
+            edge = new_edge(source, target)
             await edge.generate_embedding(self._embedder)
         for node in (source, target):
             if node.name_embedding is None:
