@@ -1,6 +1,6 @@
 # The two commands of the README:  make run  and  make test.  Each installs what it needs:
-# `run` the service and its runtime dependencies only; `test` also the dev dependency group and
-# the Node tools the tests drive (package.json: Node.js >= 22.19 with npm).
+# `run` the service and its runtime dependencies only; `test` also the dev dependency group, the
+# local-llm extra and the Node tools the tests drive (package.json: Node.js >= 22.19 with npm).
 # Needs Python 3.12, gcc and make; uv is installed from PyPI into .tools/ and never fetches Python.
 
 PYTHON ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
@@ -34,8 +34,10 @@ $(UV):
 	$(UV) sync --frozen --no-dev --inexact --python $(PYTHON)
 	@touch $@
 
+# The tests run the local LLM too (the local-llm extra: llama.cpp is built from source once,
+# several minutes, then cached by uv).
 .venv/.synced-dev: $(UV) uv.lock pyproject.toml
-	$(UV) sync --frozen --python $(PYTHON)
+	$(UV) sync --frozen --extra local-llm --python $(PYTHON)
 	@touch $@
 
 lint:

@@ -167,3 +167,38 @@ def test_a_server_killed_with_sigkill_leaves_no_redis_server_and_serves_again(
         again.send_signal(signal.SIGTERM)
         assert again.wait(timeout=60) == 0
     assert until_gone(directory) == set()
+
+
+def test_with_workers_the_supervisor_owns_the_graph_database(tmp_path: Path) -> None:
+    """`serve --workers 2`: the supervisor runs the embedded FalkorDB, so a worker that dies
+    takes nothing along; stopping the supervisor stops it."""
+    data_dir, port = tmp_path / "data", free_port()
+    directory = EmbeddedFalkorDB(data_dir).directory
+    url = f"http://127.0.0.1:{port}"
+    with (
+        serving(data_dir, port, "--workers", "2") as supervisor,
+        httpx.Client(base_url=url, timeout=60) as client,
+    ):
+        (server,) = servers_in(directory)
+        assert server in children(supervisor.pid)
+        workers = [
+            pid
+            for pid in children(supervisor.pid)
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        ]
+        assert len(workers) == 2
+        os.kill(workers[0], signal.SIGKILL)  # the supervisor starts another
+        added = skill(
+            client,
+            "add_triplet",
+            source_node_name="Grace",
+            edge_name="BUILT",
+            fact="Grace built a compiler",
+            target_node_name="compiler",
+        )
+        (edge,) = added["result"]["edges"]
+        assert edge["fact"] == "Grace built a compiler"
+        assert servers_in(directory) == {server}
+        supervisor.send_signal(signal.SIGTERM)
+        assert supervisor.wait(timeout=60) == 0
+    assert until_gone(directory) == set()

@@ -23,6 +23,7 @@ from agentic_rag.config import Settings, keys_create_command
 from agentic_rag.graph.skills import add_graph_skills
 from agentic_rag.graph.upstream import Upstreams
 from agentic_rag.home import HomePage
+from agentic_rag.llm.endpoint import open_chat
 from agentic_rag.mcp.http import McpHttp
 from agentic_rag.network.delegating import open_delegation
 from agentic_rag.network.delegation import DelegationService
@@ -107,18 +108,19 @@ class Engine:
         self.pool = await connect(dsn, settings.database_pool_size)
         self._stack.push_async_callback(self.pool.close)
 
+        chat = await open_chat(settings, self._stack)
         if self._serves_knowledge:
             # Imported here: the models' libraries take a second to import, which processes
             # without knowledge skills (tests, tools) need not pay.
             from agentic_rag.knowledge.service import KnowledgeService
 
-            knowledge = KnowledgeService(settings, self.pool)
+            knowledge = KnowledgeService(settings, self.pool, chat)
             self._stack.push_async_callback(knowledge.stop)
             await knowledge.start()
             self._knowledge = knowledge
             from agentic_rag.graph.service import GraphService
 
-            graph = GraphService(settings, knowledge.embedder, self.pool)
+            graph = GraphService(settings, knowledge.embedder, self.pool, chat)
             self._stack.push_async_callback(graph.stop)
             await graph.start()
             self._graph = graph
@@ -177,7 +179,13 @@ class Engine:
             store, journal, bus, self.registry, queue, notifier, guard, cluster
         )
         self.delegation, self.orchestrator = open_delegation(
-            settings, self.pool, self.network, self.registry, lambda: self.service, self._stack
+            settings,
+            self.pool,
+            self.network,
+            self.registry,
+            lambda: self.service,
+            self._stack,
+            chat,
         )
         runner = Runner(self.service, queue, max_running=settings.max_running_tasks)
         await self.service.recover()

@@ -174,6 +174,17 @@ class Settings(BaseSettings):
         None, description="Chat model for the graph's lighter prompts; `llm_model` when unset."
     )
     llm_api_key: SecretStr | None = Field(None, description="Key of the chat API.")
+    llm_local: bool = Field(
+        False,
+        description="Run the LLM in this process with llama.cpp (the `local-llm` extra): "
+        "Qwen2.5-Coder-1.5B-Instruct, or the GGUF of `llm_local_model`.",
+    )
+    llm_local_model: Path | None = Field(
+        None, description="A GGUF model file for `llm_local` instead of the packaged Qwen."
+    )
+    llm_local_context: int = Field(
+        8192, ge=512, description="Tokens of context of the local model (prompt and reply)."
+    )
     reranker_directory: Path | None = Field(
         None,
         description="A local ONNX cross-encoder (model.onnx, tokenizer.json) for the "
@@ -332,13 +343,25 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
-    def _graph_documents_need_an_llm(self) -> "Settings":
-        if self.graph_ingest_documents and not (self.llm_base_url and self.llm_model):
+    def _one_llm(self) -> "Settings":
+        if self.llm_local and self.llm_base_url:
             raise ValueError(
-                "AGENTIC_RAG_GRAPH_INGEST_DOCUMENTS needs an LLM to extract the documents' "
-                "entities and facts: set AGENTIC_RAG_LLM_BASE_URL and AGENTIC_RAG_LLM_MODEL"
+                "AGENTIC_RAG_LLM_LOCAL and AGENTIC_RAG_LLM_BASE_URL both name an LLM: keep one"
             )
         return self
+
+    @model_validator(mode="after")
+    def _graph_documents_need_an_llm(self) -> "Settings":
+        if self.graph_ingest_documents and not self.llm_configured():
+            raise ValueError(
+                "AGENTIC_RAG_GRAPH_INGEST_DOCUMENTS needs an LLM to extract the documents' "
+                "entities and facts: set AGENTIC_RAG_LLM_LOCAL=true (the local-llm extra), or "
+                "AGENTIC_RAG_LLM_BASE_URL and AGENTIC_RAG_LLM_MODEL"
+            )
+        return self
+
+    def llm_configured(self) -> bool:
+        return self.llm_local or bool(self.llm_base_url and self.llm_model)
 
     def jwt_configured(self) -> bool:
         return self.jwt_secret is not None or self.jwt_jwks_url is not None

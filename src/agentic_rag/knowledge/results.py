@@ -166,6 +166,17 @@ class RerankTrace(BaseModel):
     after: list[RankedChunk]
 
 
+class EpisodeExtraction(BaseModel):
+    """What extracting one graph episode cost."""
+
+    episode: str
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    llm_seconds: float = Field(description="Seconds spent waiting for the LLM")
+    seconds: float = Field(description="Processing time, every attempt")
+
+
 class GraphFactHit(BaseModel):
     """A fact the graph retriever found: its chunks are its hits."""
 
@@ -175,6 +186,10 @@ class GraphFactHit(BaseModel):
     score: float
     episodes: list[str] = Field(description="The graph episodes it came from")
     chunk_ids: list[int] = Field(description="The chunks of those episodes' documents")
+    extraction: list[EpisodeExtraction] = Field(
+        default_factory=list,
+        description="What extracting each of those episodes cost: LLM calls, tokens, seconds",
+    )
 
 
 class Explanation(BaseModel):

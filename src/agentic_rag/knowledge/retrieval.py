@@ -21,7 +21,6 @@ from agentic_rag.ids import new_id
 from agentic_rag.knowledge import answers
 from agentic_rag.knowledge.embeddings import Embedder
 from agentic_rag.knowledge.fusion import Fused, FusionMethod, Ranked, fuse
-from agentic_rag.knowledge.llm import OpenAIChat
 from agentic_rag.knowledge.rerank import CrossEncoder, llm_grades, mmr
 from agentic_rag.knowledge.results import (
     Answer,
@@ -34,6 +33,7 @@ from agentic_rag.knowledge.results import (
 )
 from agentic_rag.knowledge.store import Filters, Hit, KnowledgeStore, Space
 from agentic_rag.knowledge.trajectories import TrajectoryStore
+from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.skills import SkillError
 
 if TYPE_CHECKING:

@@ -24,7 +24,6 @@ from agentic_rag.knowledge.documents import ExtractedDocument
 from agentic_rag.knowledge.embeddings import DIMENSION, MODEL_NAME, Embedder, build_embedder
 from agentic_rag.knowledge.ingestion import Ingestion, JobRun
 from agentic_rag.knowledge.jobs import JobFrontier, JobStore
-from agentic_rag.knowledge.llm import OpenAIChat
 from agentic_rag.knowledge.rerank import CrossEncoder
 from agentic_rag.knowledge.results import (
     CrawlRequest,
@@ -65,6 +64,8 @@ from agentic_rag.knowledge.sources.youtube import (
 )
 from agentic_rag.knowledge.store import KnowledgeStore, Space, StoredDocument
 from agentic_rag.knowledge.trajectories import TrajectoryStore
+from agentic_rag.llm.chat import OpenAIChat
+from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
 from agentic_rag.skills import SkillError
 
@@ -103,8 +104,11 @@ class KnowledgeService:
     ingestion: Ingestion
     space: Space
 
-    def __init__(self, settings: Settings, pool: asyncpg.Pool) -> None:
+    def __init__(
+        self, settings: Settings, pool: asyncpg.Pool, chat: ChatEndpoint | None = None
+    ) -> None:
         self.settings = settings
+        self.chat = chat
         self.store = KnowledgeStore(pool)
         self.jobs = JobStore(pool)
         self.trajectories = TrajectoryStore(pool)
@@ -119,12 +123,8 @@ class KnowledgeService:
         self.embedder = embedder
         self.space = await self.store.open_space(embedder.name, embedder.dimension)
         llm = None
-        if settings.llm_base_url and settings.llm_model:
-            llm = OpenAIChat(
-                settings.llm_base_url,
-                settings.llm_model,
-                api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
-            )
+        if self.chat is not None:
+            llm = OpenAIChat(self.chat)
             self._stack.push_async_callback(llm.aclose)
         self.llm = llm
         cross_encoder = (

@@ -7,7 +7,8 @@ import asyncpg
 
 from agentic_rag.a2a.tasks import TaskService
 from agentic_rag.config import Settings
-from agentic_rag.knowledge.llm import OpenAIChat
+from agentic_rag.llm.chat import OpenAIChat
+from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.network.delegation import DelegationService, DelegationSettings
 from agentic_rag.network.delegation_store import DelegationStore
 from agentic_rag.network.orchestration import Orchestrator
@@ -24,6 +25,7 @@ def open_delegation(
     registry: SkillRegistry,
     tasks: Callable[[], TaskService],
     stack: AsyncExitStack,
+    chat: ChatEndpoint | None,
 ) -> tuple[DelegationService, Orchestrator]:
     """The delegation service and the orchestrator (with the LLM, when one is configured)."""
     http = peer_http(
@@ -47,9 +49,8 @@ def open_delegation(
         ),
     )
     llm = None
-    if settings.llm_base_url and settings.llm_model:
-        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        llm = OpenAIChat(settings.llm_base_url, settings.llm_model, api_key=key)
+    if chat is not None:
+        llm = OpenAIChat(chat)
         stack.push_async_callback(llm.aclose)
     orchestrator = Orchestrator(PlanStore(pool), registry, network.peers, tasks, llm)
     return delegation, orchestrator

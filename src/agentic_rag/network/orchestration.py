@@ -42,7 +42,7 @@ from agentic_rag.a2a.errors import A2AError, TaskNotCancelableError, TaskNotFoun
 from agentic_rag.a2a.invocation import text_of
 from agentic_rag.a2a.schema import DataPart, Message, Role, Task, TaskState
 from agentic_rag.a2a.tasks import TaskService, data_part
-from agentic_rag.knowledge.llm import OpenAIChat
+from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.network.delegation import BEST
 from agentic_rag.network.plan_store import PlanStore, StoredPlan, StoredStep
 from agentic_rag.network.registry import PeerRegistry

@@ -1,7 +1,8 @@
-"""An OpenAI-compatible chat model (OpenAI, Ollama, vLLM, llama.cpp server): the optional LLM.
+"""The optional LLM's chat API (OpenAI, Ollama, vLLM, a llama.cpp server, or the local model).
 
-Answers are synthesised with it and the `llm` reranker asks it to grade passages. Nothing else
-needs it: without one, answers are extractive.
+Answers are synthesised with it, the `llm` reranker asks it to grade passages, the orchestrator
+plans with it and the graph extracts entities and facts with it (through graph/cost.py). Without
+one, answers are extractive.
 """
 
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.skills import SkillError
 
 
@@ -33,20 +35,11 @@ def _transient(exc: BaseException) -> bool:
 
 
 class OpenAIChat:
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = 60.0,
-        attempts: int = 3,
-    ) -> None:
-        self.model = model
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout
-        )
+    """Chat completions from the configured LLM (llm/endpoint.py), retried when transient."""
+
+    def __init__(self, chat: ChatEndpoint, *, timeout: float = 60.0, attempts: int = 3) -> None:
+        self.model = chat.model
+        self._client = chat.http_client(timeout)
         self._attempts = attempts
 
     async def complete(
@@ -65,6 +58,17 @@ class OpenAIChat:
         }
         if json_object:
             body["response_format"] = {"type": "json_object"}
+        completion = await self.create(body)
+        try:
+            content = completion["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise LLMError("the LLM endpoint answered without choices[0].message.content") from None
+        if not isinstance(content, str):
+            raise LLMError("the LLM endpoint answered a non-text message")
+        return content
+
+    async def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The chat completion (OpenAI's JSON) for a request body; transient failures retried."""
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(self._attempts),
@@ -83,12 +87,12 @@ class OpenAIChat:
         except httpx.TransportError as exc:
             raise LLMError(f"the LLM endpoint cannot be reached: {exc}") from None
         try:
-            content = orjson.loads(response.content)["choices"][0]["message"]["content"]
-        except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
-            raise LLMError("the LLM endpoint answered without choices[0].message.content") from None
-        if not isinstance(content, str):
-            raise LLMError("the LLM endpoint answered a non-text message")
-        return content
+            completion = orjson.loads(response.content)
+        except orjson.JSONDecodeError:
+            raise LLMError("the LLM endpoint answered something that is not JSON") from None
+        if not isinstance(completion, dict):
+            raise LLMError("the LLM endpoint answered JSON that is not a chat completion")
+        return completion
 
     async def aclose(self) -> None:
         await self._client.aclose()
