@@ -24,6 +24,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATA_DIR = Path("data")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
+StructuredOutput = Literal["json_schema", "json_object"]
 
 
 class TenantLimit(BaseModel):
@@ -174,6 +175,12 @@ class Settings(BaseSettings):
         None, description="Chat model for the graph's lighter prompts; `llm_model` when unset."
     )
     llm_api_key: SecretStr | None = Field(None, description="Key of the chat API.")
+    llm_structured_output: StructuredOutput = Field(
+        "json_schema",
+        description="How the chat API is given a reply's JSON schema: `json_schema` (OpenAI, "
+        "vLLM, Ollama, a llama.cpp server), or `json_object` with the schema beside it "
+        "(llama-cpp-python's server, which ignores `json_schema`).",
+    )
     llm_local: bool = Field(
         False,
         description="Run the LLM in this process with llama.cpp (the `local-llm` extra): "

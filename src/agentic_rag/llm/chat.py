@@ -26,6 +26,16 @@ class LLMError(SkillError):
     skill that needed it fails with it)."""
 
 
+def schema_in_json_object(response_format: dict[str, Any]) -> dict[str, Any]:
+    """`{"type": "json_schema", "json_schema": {"schema": S}}` as `{"type": "json_object",
+    "schema": S}`: how llama-cpp-python (in process, or its server) takes a schema, which it
+    compiles to a grammar; it ignores the first form. Other formats pass unchanged."""
+    if response_format.get("type") != "json_schema":
+        return response_format
+    schema = (response_format.get("json_schema") or {}).get("schema")
+    return {"type": "json_object", "schema": schema}
+
+
 def _transient(exc: BaseException) -> bool:
     if isinstance(exc, httpx.TransportError):
         return True
@@ -39,6 +49,7 @@ class OpenAIChat:
 
     def __init__(self, chat: ChatEndpoint, *, timeout: float = 60.0, attempts: int = 3) -> None:
         self.model = chat.model
+        self._schema_in_json_object = chat.structured_output == "json_object"
         self._client = chat.http_client(timeout)
         self._attempts = attempts
 
@@ -69,6 +80,9 @@ class OpenAIChat:
 
     async def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """The chat completion (OpenAI's JSON) for a request body; transient failures retried."""
+        response_format = body.get("response_format")
+        if self._schema_in_json_object and isinstance(response_format, dict):
+            body = {**body, "response_format": schema_in_json_object(response_format)}
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(self._attempts),

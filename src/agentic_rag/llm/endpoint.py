@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from agentic_rag.config import Settings
+from agentic_rag.config import Settings, StructuredOutput
 
 LOCAL_BASE_URL = "http://local-llm/v1"
 """The base URL the local model answers on; only its transport reaches it (no socket)."""
@@ -20,6 +20,8 @@ class ChatEndpoint:
     small_model: str
     api_key: str | None = None
     transport: httpx.AsyncBaseTransport | None = None
+    structured_output: StructuredOutput = "json_schema"
+    """How a reply's JSON schema is sent (config.py: `llm_structured_output`)."""
 
     def describe(self) -> str:
         if self.transport is not None:
@@ -55,5 +57,6 @@ async def open_chat(settings: Settings, stack: AsyncExitStack) -> ChatEndpoint |
             settings.llm_model,
             settings.llm_small_model or settings.llm_model,
             api_key=key,
+            structured_output=settings.llm_structured_output,
         )
     return None

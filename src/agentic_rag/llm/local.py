@@ -26,6 +26,7 @@ import httpx
 import orjson
 
 from agentic_rag.config import Settings
+from agentic_rag.llm.chat import schema_in_json_object
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -117,10 +118,7 @@ def llama_request(body: dict[str, Any]) -> dict[str, Any]:
         request["max_tokens"] = body["max_tokens"]
     response_format = body.get("response_format")
     if isinstance(response_format, dict):
-        if response_format.get("type") == "json_schema":
-            schema = (response_format.get("json_schema") or {}).get("schema")
-            response_format = {"type": "json_object", "schema": schema}
-        request["response_format"] = response_format
+        request["response_format"] = schema_in_json_object(response_format)
     return request
 
 
