@@ -66,11 +66,13 @@ def test_a_fresh_checkout_is_ready(tmp_path: Path) -> None:
         ["ok", "metrics"],
         ["ok", "redis"],
         ["ok", "models"],
+        ["ok", "llm"],
         ["ok", "port"],
     ]
     assert "`agentic-rag serve` creates it in" in lines[1]
-    assert "no models configured" in lines[6]
-    assert f"127.0.0.1:{port} is free" in lines[7]
+    assert "all-MiniLM-L6-v2 installed, its files verified by sha256" in lines[6]
+    assert "none configured: answers are extractive" in lines[7]
+    assert f"127.0.0.1:{port} is free" in lines[8]
     assert not (tmp_path / "data").exists()  # doctor creates nothing
 
 
@@ -257,3 +259,25 @@ def test_a_check_is_added_by_appending_it() -> None:
     assert report(results, as_json=False).splitlines()[-1] == (
         "warn  example    looked -- fix: do this"
     )
+
+
+def test_the_llm_is_checked_where_it_is_configured(tmp_path: Path) -> None:
+    data = ["--data-dir", str(tmp_path / "data"), "--port", str(free_port()), "--json"]
+
+    def llm(env: dict[str, str]) -> dict[str, str]:
+        done = run_doctor(*data, env=env)
+        checks = {c["check"]: c for c in orjson.loads(done.stdout)["checks"]}
+        return checks["llm"]
+
+    local = llm({"AGENTIC_RAG_LLM_LOCAL": "true"})
+    assert local["status"] == "ok", local
+    assert "the local model qwen2.5-coder-1.5b-instruct-q4_k_m: installed" in local["detail"]
+
+    missing = llm({"AGENTIC_RAG_LLM_LOCAL": "true", "AGENTIC_RAG_LLM_LOCAL_MODEL": "/nowhere.gguf"})
+    assert missing["status"] == "fail"
+    assert missing["detail"] == "no GGUF file at /nowhere.gguf"
+
+    down = llm({"AGENTIC_RAG_LLM_BASE_URL": "http://127.0.0.1:9/v1", "AGENTIC_RAG_LLM_MODEL": "m"})
+    assert down["status"] == "fail"
+    assert down["detail"].startswith("the LLM endpoint http://127.0.0.1:9/v1 does not answer")
+    assert down["fix"] == "start it, or correct AGENTIC_RAG_LLM_BASE_URL"

@@ -8,6 +8,7 @@ check by writing one and appending it. A result is `ok`, `warn` (runs, but look 
 
 import asyncio
 import errno
+import importlib.util
 import json
 import os
 import socket
@@ -366,7 +367,96 @@ async def check_redis(ctx: Context) -> list[Result]:
 
 
 async def check_models(ctx: Context) -> list[Result]:
-    return [Result("models", "ok", "no models configured (none are required yet)")]
+    settings = ctx.settings
+    if settings is None:
+        return []
+    return [await asyncio.to_thread(_embedding_model, settings), await _llm(settings)]
+
+
+def _embedding_model(settings: Settings) -> Result:
+    if settings.embedding_provider == "openai":
+        return Result(
+            "models", "ok", f"embeddings by {settings.embedding_model} at {settings.embedding_url}"
+        )
+    from agentic_rag.knowledge.embeddings import (
+        MODEL_NAME,
+        ONNX_SHA256,
+        TOKENIZER_SHA256,
+        default_model_path,
+        default_tokenizer_path,
+        verify_sha256,
+    )
+    from agentic_rag.knowledge.errors import EmbeddingError
+
+    try:
+        verify_sha256(default_model_path(), ONNX_SHA256)
+        verify_sha256(default_tokenizer_path(), TOKENIZER_SHA256)
+    except EmbeddingError as exc:
+        return Result("models", "fail", str(exc), "reinstall the service: make run")
+    return Result("models", "ok", f"{MODEL_NAME} installed, its files verified by sha256")
+
+
+async def _llm(settings: Settings) -> Result:
+    if settings.llm_local:
+        return await asyncio.to_thread(_local_llm, settings)
+    if settings.llm_base_url and settings.llm_model:
+        return await _llm_endpoint(settings.llm_base_url, settings.llm_model, settings)
+    return Result(
+        "llm",
+        "ok",
+        "none configured: answers are extractive and the graph takes facts from add_triplet "
+        "only (AGENTIC_RAG_LLM_LOCAL=true or AGENTIC_RAG_LLM_BASE_URL enable one)",
+    )
+
+
+def _local_llm(settings: Settings) -> Result:
+    from agentic_rag.llm.local import (
+        INSTALL_EXTRA,
+        PACKAGED_NAME,
+        LocalModelError,
+        cache_directory,
+        part_files,
+    )
+
+    fix = INSTALL_EXTRA.removeprefix("install the local-llm extra: ")
+    if importlib.util.find_spec("llama_cpp") is None:
+        return Result("llm", "fail", "llama-cpp-python is not installed", fix)
+    if settings.llm_local_model is not None:
+        if not settings.llm_local_model.is_file():
+            return Result(
+                "llm", "fail", f"no GGUF file at {settings.llm_local_model}", "correct the path"
+            )
+        return Result("llm", "ok", f"the local model {settings.llm_local_model}")
+    try:
+        part_files()
+    except LocalModelError as exc:
+        return Result("llm", "fail", str(exc), fix)
+    joined = cache_directory() / f"{PACKAGED_NAME}.gguf"
+    where = f"joined at {joined}" if joined.exists() else f"joined into {joined} on the first start"
+    return Result("llm", "ok", f"the local model {PACKAGED_NAME}: installed, {where}")
+
+
+async def _llm_endpoint(base_url: str, model: str, settings: Settings) -> Result:
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        async with httpx.AsyncClient(timeout=CONNECT_TIMEOUT_SECONDS, headers=headers) as http:
+            answer = await http.get(f"{base_url.rstrip('/')}/models")
+    except httpx.HTTPError as exc:
+        return Result(
+            "llm",
+            "fail",
+            f"the LLM endpoint {base_url} does not answer: {type(exc).__name__}: {exc}",
+            "start it, or correct AGENTIC_RAG_LLM_BASE_URL",
+        )
+    if answer.status_code in (401, 403):
+        return Result(
+            "llm",
+            "fail",
+            f"the LLM endpoint {base_url} refuses the key (HTTP {answer.status_code})",
+            "set AGENTIC_RAG_LLM_API_KEY",
+        )
+    return Result("llm", "ok", f"{model} at {base_url} (it answers)")
 
 
 # -- port -------------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _part_files() -> list[Path]:
+def part_files() -> list[Path]:
     files = []
     for package in PACKAGED_PARTS:
         spec = importlib.util.find_spec(package)
@@ -75,7 +75,7 @@ def packaged_model(directory: Path) -> Path:
     """The packaged Qwen GGUF in `directory`: joined from its parts if missing, and checked."""
     path = directory / f"{PACKAGED_NAME}.gguf"
     if not path.exists() or path.stat().st_size != PACKAGED_SIZE:
-        parts = _part_files()
+        parts = part_files()
         directory.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.partial")
         try:
