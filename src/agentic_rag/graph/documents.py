@@ -6,9 +6,11 @@
   document id and its chunk ids; its `source_description` names them too.
 - A document deleted or replaced by a new version takes its episodes with it: queued ones
   leave the queue, extracted ones leave the graph (with what only they produced).
-- Retrieval: Graphiti's edge search for the query, each fact standing for the chunks of the
-  episodes it came from, so that the graph's hits are chunks with their provenance; each fact
-  also says what extracting its episodes cost (explain_answer shows it).
+- Retrieval: one Graphiti search for the query, of facts and of entities; a fact stands for
+  the chunks of the episodes it came from, an entity for those of the episodes that mention
+  it, so that the graph's hits are chunks with their provenance. The two rankings are fused
+  by reciprocal rank (`chunk_ranking`). Each fact also says what extracting its episodes
+  cost (explain_answer shows it).
 """
 
 from collections.abc import Sequence
@@ -22,6 +24,10 @@ from agentic_rag.knowledge.store import StoredDocument
 
 EPISODE_CHARS = 4000
 """Most characters of document text in one episode."""
+
+RRF_K = 60
+"""k of the reciprocal rank fusion of the facts' and the entities' chunks: the usual constant
+(not measured here, like the graph retriever's weight)."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,29 @@ class GraphFact:
     episodes: list[str]
     chunk_ids: list[int]
     extraction: list[EpisodeExtraction]
+
+
+@dataclass(frozen=True)
+class GraphEntity:
+    """An entity the graph retriever found, and the chunks it stands for: those of the
+    episodes that mention it."""
+
+    uuid: str
+    name: str
+    rank: int
+    score: float
+    episodes: list[str]
+    chunk_ids: list[int]
+
+
+@dataclass(frozen=True)
+class GraphRetrieval:
+    """What the graph retriever found for a query: facts and entities that stand for chunks
+    of documents (best first), and those chunks, fused (`chunk_ranking`)."""
+
+    facts: list[GraphFact]
+    entities: list[GraphEntity]
+    chunks: list[tuple[int, float]]
 
 
 def chunk_groups(
@@ -124,33 +153,34 @@ class DocumentGraph:
         no graph call): the graph retriever runs only then."""
         return await self._queue.has_document_episodes(tenant)
 
-    async def retrieve(
-        self, tenant: str, query: str, limit: int
-    ) -> tuple[list[GraphFact], list[tuple[int, float]]]:
-        """The retriever: the facts found (`search`), and the chunks they stand for, each
-        scored by its best fact, best first."""
-        facts = await self.search(tenant, query, limit)
-        return facts, chunk_ranking(facts)
-
-    async def search(self, tenant: str, query: str, limit: int) -> list[GraphFact]:
-        """The facts for `query` in the tenant's main graph that came from documents, best
-        first, each with the chunks of its episodes and what extracting them cost (one query
-        for all the episodes)."""
-        edges = await self._graph.search_edges(Namespace(tenant), query, limit)
-        episodes = sorted({uuid for edge, _ in edges for uuid in edge.episodes})
-        sources = await self._queue.episode_sources(tenant, episodes) if episodes else {}
-        found: list[GraphFact] = []
-        for edge, score in edges:
+    async def retrieve(self, tenant: str, query: str, limit: int) -> GraphRetrieval:
+        """The retriever: at most `limit` facts and `limit` entities for `query` in the
+        tenant's main graph, those that came from documents, each with the chunks it stands
+        for; and those chunks, fused. One graph search, one graph query for the entities'
+        episodes, one PostgreSQL query for all the episodes' chunks and costs."""
+        matches = await self._graph.search_graph(Namespace(tenant), query, limit)
+        episodes = {uuid for edge, _ in matches.facts for uuid in edge.episodes}
+        episodes.update(uuid for _, _, mentioned in matches.entities for uuid in mentioned)
+        sources = await self._queue.episode_sources(tenant, sorted(episodes)) if episodes else {}
+        facts: list[GraphFact] = []
+        for edge, score in matches.facts:
             behind = [(uuid, sources[uuid]) for uuid in edge.episodes if uuid in sources]
             ids = [c for _, source in behind for c in source.chunk_ids]
             if ids:
                 extraction = [extraction_cost(uuid, source) for uuid, source in behind]
-                found.append(
+                facts.append(
                     GraphFact(
-                        edge.uuid, edge.fact, len(found) + 1, score, edge.episodes, ids, extraction
+                        edge.uuid, edge.fact, len(facts) + 1, score, edge.episodes, ids, extraction
                     )
                 )
-        return found
+        entities: list[GraphEntity] = []
+        for node, score, mentioned in matches.entities:
+            ids = [c for uuid in mentioned if uuid in sources for c in sources[uuid].chunk_ids]
+            if ids:
+                entities.append(
+                    GraphEntity(node.uuid, node.name, len(entities) + 1, score, mentioned, ids)
+                )
+        return GraphRetrieval(facts, entities, chunk_ranking(facts, entities))
 
 
 def extraction_cost(uuid: str, source: EpisodeSource) -> EpisodeExtraction:
@@ -165,9 +195,20 @@ def extraction_cost(uuid: str, source: EpisodeSource) -> EpisodeExtraction:
     )
 
 
-def chunk_ranking(facts: Sequence[GraphFact]) -> list[tuple[int, float]]:
-    best: dict[int, float] = {}
-    for fact in facts:
-        for chunk_id in fact.chunk_ids:
-            best[chunk_id] = max(best.get(chunk_id, fact.score), fact.score)
-    return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
+def chunk_ranking(
+    facts: Sequence[GraphFact], entities: Sequence[GraphEntity]
+) -> list[tuple[int, float]]:
+    """The chunks the facts and the entities stand for, best first, by reciprocal rank
+    fusion of the two rankings: a chunk scores 1 / (RRF_K + rank) of the best fact that
+    stands for it, plus the same of the best entity. Ranks, not scores: the two come from
+    separate searches whose scores are not comparable. A chunk that a fact and an entity
+    both point to comes first; the chunks of one fact (or entity) tie, their order by id."""
+    scores: dict[int, float] = {}
+    for ranked in (facts, entities):
+        best: dict[int, int] = {}
+        for found in ranked:  # best first: the first rank seen is the chunk's best
+            for chunk_id in found.chunk_ids:
+                best.setdefault(chunk_id, found.rank)
+        for chunk_id, rank in best.items():
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1 / (RRF_K + rank)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))

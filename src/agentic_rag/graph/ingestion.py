@@ -83,29 +83,32 @@ class EpisodeIngestion:
 
     async def _process(self, episode: QueuedEpisode) -> None:
         started = time.perf_counter()
+        failure: Exception | None = None
         with episode_cost() as cost:
             try:
                 await self._graph.extract(episode.namespace, episode.uuid, episode.arguments)
             except Exception as exc:
-                seconds = time.perf_counter() - started
-                retry = episode.attempts < self._max_attempts
-                error = f"attempt {episode.attempts}: {_reason(exc)}"
-                log.warning("graph episode %s failed (%s)", episode.uuid, error)
-                metrics.record_graph_episode("retry" if retry else "failed", seconds)
-                await self._queue.failed(
-                    self._worker,
-                    episode,
-                    error,
-                    cost,
-                    seconds,
-                    retry_seconds=self._retry_seconds if retry else None,
-                )
-                return
+                failure = exc
         seconds = time.perf_counter() - started
-        metrics.record_graph_episode("done", seconds)
-        recorded = await self._queue.done(self._worker, episode, cost, seconds)
-        if not recorded and not await self._queue.exists(episode.tenant, episode.uuid):
-            # Deleted while it was extracted (its document was): what it wrote goes too.
+        if failure is None:
+            metrics.record_graph_episode("done", seconds)
+            recorded = await self._queue.done(self._worker, episode, cost, seconds)
+        else:
+            retry = episode.attempts < self._max_attempts
+            error = f"attempt {episode.attempts}: {_reason(failure)}"
+            log.warning("graph episode %s failed (%s)", episode.uuid, error)
+            metrics.record_graph_episode("retry" if retry else "failed", seconds)
+            recorded = await self._queue.failed(
+                self._worker,
+                episode,
+                error,
+                cost,
+                seconds,
+                retry_seconds=self._retry_seconds if retry else None,
+            )
+        if not recorded and not await self._queue.present(episode):
+            # Deleted while it was extracted (delete_episode, or its document deleted): what
+            # it wrote, now or in an earlier extraction of the same uuid, goes too.
             await self._graph.remove_episode(episode.namespace, episode.uuid)
 
 

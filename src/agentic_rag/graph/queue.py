@@ -32,6 +32,7 @@ class QueuedEpisode:
     namespace: Namespace
     arguments: dict[str, Any]
     attempts: int
+    seq: int  # its place in the queue: a new one if it is deleted and queued again
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class EpisodeQueue:
             namespace=Namespace(row["tenant"], row["sub_group"]),
             arguments=orjson.loads(row["arguments"]),
             attempts=row["attempts"],
+            seq=row["seq"],
         )
 
     async def done(
@@ -122,10 +124,11 @@ class EpisodeQueue:
         seconds: float,
         *,
         retry_seconds: float | None,
-    ) -> None:
-        """Record a failed attempt: queued again after `retry_seconds`, or failed for good."""
+    ) -> bool:
+        """Record a failed attempt: queued again after `retry_seconds`, or failed for good.
+        False if this worker no longer holds it."""
         state = "queued" if retry_seconds is not None else "failed"
-        await self._finish(worker, episode, state, error, cost, seconds, retry_seconds)
+        return await self._finish(worker, episode, state, error, cost, seconds, retry_seconds)
 
     async def _finish(
         self,
@@ -160,10 +163,15 @@ class EpisodeQueue:
         )
         return bool(updated)
 
-    async def exists(self, tenant: str, uuid: str) -> bool:
+    async def present(self, episode: QueuedEpisode) -> bool:
+        """Whether a claimed episode is still in the queue as it was claimed: not deleted
+        (delete_episode, or its document deleted), nor deleted and queued again since."""
         return bool(
             await self._pool.fetchval(
-                "SELECT true FROM graph_episodes WHERE tenant = $1 AND uuid = $2", tenant, uuid
+                "SELECT true FROM graph_episodes WHERE tenant = $1 AND uuid = $2 AND seq = $3",
+                episode.tenant,
+                episode.uuid,
+                episode.seq,
             )
         )
 
@@ -184,7 +192,8 @@ class EpisodeQueue:
     async def delete(self, tenant: str, uuids: list[str]) -> list[tuple[str, Namespace, str]]:
         """Remove these episodes from the queue; (uuid, namespace, state) of each removed.
 
-        A worker extracting one of them finds it gone when it ends (`exists`)."""
+        A queued one is never claimed then; a worker extracting one finds it gone when it
+        ends (`present`) and removes what it extracted."""
         rows = await self._pool.fetch(
             "DELETE FROM graph_episodes WHERE tenant = $1 AND uuid = ANY($2::text[]) "
             "RETURNING uuid, sub_group, state",
@@ -332,7 +341,7 @@ WHERE (tenant, uuid) = (
     ORDER BY e.seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED)
-RETURNING tenant, uuid, sub_group, arguments, attempts
+RETURNING tenant, uuid, sub_group, arguments, attempts, seq
 """
 
 # The processing episodes of workers that hold no lock on this database: queued again, or

@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
@@ -27,6 +28,7 @@ from graphiti_core.driver.falkordb_driver import FalkorDriver
 from graphiti_core.edges import EntityEdge
 from graphiti_core.errors import EdgeNotFoundError, NodeNotFoundError
 from graphiti_core.nodes import EntityNode, EpisodeType, EpisodicNode, SagaNode
+from graphiti_core.search.search_config import SearchConfig
 from graphiti_core.search.search_config_recipes import (
     EDGE_HYBRID_SEARCH_NODE_DISTANCE,
     EDGE_HYBRID_SEARCH_RRF,
@@ -117,6 +119,15 @@ def fact(edge: EntityEdge, ns: Namespace, origin: dict[str, Any]) -> dict[str, A
 
 Mentioned = tuple[EntityNode, Namespace, list[str]]
 """A node, its namespace, and the episodes that mention it."""
+
+
+@dataclass(frozen=True)
+class GraphMatches:
+    """What one search of a namespace found (`search_graph`), best first, with Graphiti's
+    scores: facts, and entities with the episodes that mention them (oldest first)."""
+
+    facts: list[tuple[EntityEdge, float]]
+    entities: list[tuple[EntityNode, float, list[str]]]
 
 
 def episode(node: EpisodicNode, ns: Namespace) -> dict[str, Any]:
@@ -501,7 +512,16 @@ class GraphService:
         await edge.delete(graphiti.driver)
 
     async def delete_episode(self, tenant: str, uuid: str) -> None:
-        for ns in await self.tenant_namespaces(tenant):
+        """Delete one of the tenant's episodes, in whatever state: out of the queue (a queued
+        one is never extracted) and out of the graph with what only it produced. One being
+        extracted right now is left to its worker, which finds it gone from the queue when the
+        extraction ends and removes what it wrote (ingestion.py): removing it under a running
+        extraction would only be undone by the extraction's final write."""
+        for _, ns, state in await self.queue.delete(tenant, [uuid]):
+            if state != "processing":
+                await self.remove_episode(ns, uuid)  # a re-queued one is in the graph still
+            return
+        for ns in await self.tenant_namespaces(tenant):  # one that never was in the queue
             graphiti = await self._graphiti(ns)
             try:
                 await EpisodicNode.get_by_uuid(graphiti.driver, uuid)
@@ -517,21 +537,28 @@ class GraphService:
         with contextlib.suppress(NodeNotFoundError):
             await graphiti.remove_episode(uuid)
 
-    async def search_edges(
-        self, ns: Namespace, query: str, limit: int
-    ) -> list[tuple[EntityEdge, float]]:
-        """Facts of `ns` for `query` by Graphiti's hybrid edge search, with their scores."""
+    async def search_graph(self, ns: Namespace, query: str, limit: int) -> GraphMatches:
+        """Facts and entities of `ns` for `query`: one Graphiti search (the query embedded
+        once; the hybrid edge and node searches, each fused by RRF, run at once), then one
+        query for the episodes that mention the entities."""
         graphiti = await self._graphiti(ns)
         results = await graphiti.search_(
             query=query,
-            config=EDGE_HYBRID_SEARCH_RRF.model_copy(update={"limit": limit}),
+            config=SearchConfig(
+                edge_config=EDGE_HYBRID_SEARCH_RRF.edge_config,
+                node_config=NODE_HYBRID_SEARCH_RRF.node_config,
+                limit=limit,
+            ),
             group_ids=[ns.graph],
         )
-        scores = results.edge_reranker_scores
-        return [
-            (edge, scores[i] if i < len(scores) else 1 / (i + 1))
-            for i, edge in enumerate(results.edges)
-        ]
+        mentioned = await mentions(graphiti.driver, [node.uuid for node in results.nodes])
+        return GraphMatches(
+            facts=_scored(results.edges, results.edge_reranker_scores),
+            entities=[
+                (node, score, mentioned.get(node.uuid, []))
+                for node, score in _scored(results.nodes, results.node_reranker_scores)
+            ],
+        )
 
     async def episode_entities(
         self, tenant: str, uuids: list[str]
@@ -655,6 +682,11 @@ def pending_episode(record: EpisodeRecord) -> dict[str, Any]:
         "group_id": record.group_id,
         **queue_state(record),
     }
+
+
+def _scored[T](items: Sequence[T], scores: Sequence[float]) -> list[tuple[T, float]]:
+    """Items with Graphiti's reranker scores (1 / rank where it gave none)."""
+    return [(item, scores[i] if i < len(scores) else 1 / (i + 1)) for i, item in enumerate(items)]
 
 
 def _between(after: datetime | None, before: datetime | None) -> list[list[DateFilter]] | None:

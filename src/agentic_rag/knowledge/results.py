@@ -192,6 +192,18 @@ class GraphFactHit(BaseModel):
     )
 
 
+class GraphEntityHit(BaseModel):
+    """An entity the graph retriever found: its chunks (those of the episodes that mention
+    it) are its hits."""
+
+    uuid: str
+    name: str
+    rank: int
+    score: float
+    episodes: list[str] = Field(description="The graph episodes that mention it, oldest first")
+    chunk_ids: list[int] = Field(description="The chunks of those episodes' documents")
+
+
 class Explanation(BaseModel):
     """How one retrieval found what it returned, stage by stage."""
 
@@ -211,5 +223,9 @@ class Explanation(BaseModel):
     graph_facts: list[GraphFactHit] = Field(
         default_factory=list,
         description="The facts behind the graph retriever's hits (when it ran)",
+    )
+    graph_entities: list[GraphEntityHit] = Field(
+        default_factory=list,
+        description="The entities behind the graph retriever's hits (when it ran)",
     )
     timings_ms: dict[str, float] = Field(description="Milliseconds spent in each stage")

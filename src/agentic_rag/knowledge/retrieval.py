@@ -1,6 +1,6 @@
 """Retrieval: run the retrievers, fuse, rerank, answer, and record every stage.
 
-    query -> dense (pgvector) and lexical (BM25 over the lexicon) [and graph facts]
+    query -> dense (pgvector) and lexical (BM25 over the lexicon) [and graph facts and entities]
           -> fusion -> reranker -> top k -> answer with numbered citations
           -> trajectory (for explain_answer)
 
@@ -37,7 +37,7 @@ from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.skills import SkillError
 
 if TYPE_CHECKING:
-    from agentic_rag.graph.documents import DocumentGraph, GraphFact
+    from agentic_rag.graph.documents import DocumentGraph, GraphRetrieval
 
 Retriever = Literal["dense", "lexical", "graph"]
 Reranker = Literal["rrf", "mmr", "cross-encoder", "llm"]
@@ -58,8 +58,9 @@ class RetrievalConfig:
     graph_weight: float = 0.5
     """The graph retriever's weight, added only when it runs (so the two-leg fusion is the
     benchmark's); not measured yet: a fact stands for several chunks, a supporting signal."""
-    graph_facts: int = 20
-    """Facts the graph retriever asks for (each stands for the chunks of its episodes)."""
+    graph_limit: int = 20
+    """Facts, and as many entities, the graph retriever asks for (each stands for the chunks
+    of its episodes)."""
     ef_search: int = 200
     """recall@10 0.967 at 100k chunks (0.916 at 100), p95 16 ms (bench/results)."""
     mmr_diversity: float = 0.1
@@ -146,7 +147,7 @@ class Retrieval:
         # a connection of its own), so a hybrid search costs the slower leg, not the sum.
         legs: dict[str, Awaitable[Ranked | None]] = {}
         leg_times: dict[str, float] = {}
-        facts: list[GraphFact] = []
+        graph_found: list[GraphRetrieval] = []  # what the graph leg found, if it ran
         if "dense" in retrievers:
             legs["dense"] = self._dense(
                 tenant, query, width, filters, similarity_threshold, leg_times
@@ -154,7 +155,7 @@ class Retrieval:
         if "lexical" in retrievers:
             legs["lexical"] = self._lexical(tenant, query, width, filters, leg_times)
         if "graph" in retrievers and self.graph is not None and not filters:
-            legs["graph"] = self._graph(self.graph, tenant, query, width, leg_times, facts)
+            legs["graph"] = self._graph(self.graph, tenant, query, width, leg_times, graph_found)
         ran = dict(zip(legs, await asyncio.gather(*legs.values()), strict=True))
         lists = {name: hits for name, hits in ran.items() if hits is not None}
         clock.lap("retrieve")
@@ -247,7 +248,8 @@ class Retrieval:
             },
             "hits": [h.model_dump(mode="json") for h in hits],
             "answer": reply.model_dump(mode="json") if reply else None,
-            "graph_facts": [asdict(f) for f in facts],
+            "graph_facts": [asdict(f) for found in graph_found for f in found.facts],
+            "graph_entities": [asdict(e) for found in graph_found for e in found.entities],
             "timings_ms": {**leg_times, **clock.timings},
         }
         await self._trajectories.save(tenant, trajectory_id, query, trace)
@@ -290,18 +292,19 @@ class Retrieval:
         query: str,
         limit: int,
         times: dict[str, float],
-        facts: list["GraphFact"],
+        found: list["GraphRetrieval"],
     ) -> Ranked | None:
-        """The chunks behind the graph's facts for the query; None (no list, no time) when
-        the tenant's graph holds no document's facts."""
+        """The chunks behind the graph's facts and entities for the query (what it found
+        goes in `found`); None (no list, no time) when the tenant's graph holds no
+        document's episodes."""
         clock = Stopwatch()
         if not await graph.has_facts(tenant):
             return None
-        found, ranked = await graph.retrieve(tenant, query, self.config.graph_facts)
-        facts.extend(found)
+        retrieved = await graph.retrieve(tenant, query, self.config.graph_limit)
+        found.append(retrieved)
         clock.lap("graph")
         times.update(clock.timings)
-        return ranked[:limit]
+        return retrieved.chunks[:limit]
 
     async def _rerank(
         self,
