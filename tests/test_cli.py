@@ -111,6 +111,24 @@ def test_serve_refuses_a_port_out_of_range(tmp_path: Path) -> None:
     assert not data.exists()  # nothing started
 
 
+def test_serve_refuses_a_local_llm_it_cannot_load_with_one_line(tmp_path: Path) -> None:
+    refused = run(
+        "agentic-rag",
+        "serve",
+        "--port",
+        str(free_port()),
+        "--data-dir",
+        str(tmp_path / "data"),
+        AGENTIC_RAG_LLM_LOCAL="true",
+        AGENTIC_RAG_LLM_LOCAL_MODEL=str(tmp_path / "missing.gguf"),
+    )
+    assert refused.returncode == 2
+    output = refused.stdout + refused.stderr
+    assert "Traceback" not in output
+    assert f"AGENTIC_RAG_LLM_LOCAL_MODEL: no file at {tmp_path / 'missing.gguf'}" in output
+    assert tmp_path / "data" / "postgres" not in postgres_processes().values()
+
+
 @pytest.mark.parametrize("days", ["0", "-1", "99999999", "1.5", "soon"])
 def test_keys_create_refuses_expiry_days_out_of_bounds(tmp_path: Path, days: str) -> None:
     data = tmp_path / "data"

@@ -275,7 +275,7 @@ def test_the_llm_is_checked_where_it_is_configured(tmp_path: Path) -> None:
 
     missing = llm({"AGENTIC_RAG_LLM_LOCAL": "true", "AGENTIC_RAG_LLM_LOCAL_MODEL": "/nowhere.gguf"})
     assert missing["status"] == "fail"
-    assert missing["detail"] == "no GGUF file at /nowhere.gguf"
+    assert missing["detail"] == "AGENTIC_RAG_LLM_LOCAL_MODEL: no file at /nowhere.gguf"
 
     down = llm({"AGENTIC_RAG_LLM_BASE_URL": "http://127.0.0.1:9/v1", "AGENTIC_RAG_LLM_MODEL": "m"})
     assert down["status"] == "fail"

@@ -8,7 +8,6 @@ check by writing one and appending it. A result is `ok`, `warn` (runs, but look 
 
 import asyncio
 import errno
-import importlib.util
 import json
 import os
 import socket
@@ -410,27 +409,18 @@ async def _llm(settings: Settings) -> Result:
 
 
 def _local_llm(settings: Settings) -> Result:
-    from agentic_rag.llm.local import (
-        INSTALL_EXTRA,
-        PACKAGED_NAME,
-        LocalModelError,
-        cache_directory,
-        part_files,
-    )
+    from agentic_rag.llm.local import INSTALL_EXTRA, PACKAGED_NAME, cache_directory, unavailable
 
-    fix = INSTALL_EXTRA.removeprefix("install the local-llm extra: ")
-    if importlib.util.find_spec("llama_cpp") is None:
-        return Result("llm", "fail", "llama-cpp-python is not installed", fix)
+    problem = unavailable(settings)
+    if problem is not None:
+        fix = (
+            "correct AGENTIC_RAG_LLM_LOCAL_MODEL"
+            if settings.llm_local_model is not None
+            else INSTALL_EXTRA
+        )
+        return Result("llm", "fail", problem, fix)
     if settings.llm_local_model is not None:
-        if not settings.llm_local_model.is_file():
-            return Result(
-                "llm", "fail", f"no GGUF file at {settings.llm_local_model}", "correct the path"
-            )
         return Result("llm", "ok", f"the local model {settings.llm_local_model}")
-    try:
-        part_files()
-    except LocalModelError as exc:
-        return Result("llm", "fail", str(exc), fix)
     joined = cache_directory() / f"{PACKAGED_NAME}.gguf"
     where = f"joined at {joined}" if joined.exists() else f"joined into {joined} on the first start"
     return Result("llm", "ok", f"the local model {PACKAGED_NAME}: installed, {where}")

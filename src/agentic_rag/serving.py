@@ -81,7 +81,11 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
             log.info("data in %s", settings.data_dir.resolve())
         else:
             log.info("database from DATABASE_URL")
-        refusal = _exposure_refusal(settings, dsn) or _embedding_refusal(settings, dsn)
+        refusal = (
+            _exposure_refusal(settings, dsn)
+            or _embedding_refusal(settings, dsn)
+            or _local_llm_refusal(settings)
+        )
         if refusal is not None:
             log.error("%s", refusal)
             raise SystemExit(REFUSED)
@@ -158,6 +162,14 @@ def _embedding_refusal(settings: Settings, dsn: str) -> str | None:
 
     model, dimension = configured_model(settings)
     return model_mismatch(asyncio.run(active_space_of(dsn)), model, dimension)
+
+
+def _local_llm_refusal(settings: Settings) -> str | None:
+    if not settings.llm_local:
+        return None
+    from agentic_rag.llm.local import unavailable
+
+    return unavailable(settings)
 
 
 async def _active_api_keys(dsn: str) -> bool:

@@ -97,13 +97,28 @@ def packaged_model(directory: Path) -> Path:
     return path
 
 
-async def model_path(settings: Settings) -> Path:
-    """The GGUF file to run: the configured one, or the packaged Qwen (joined, checked)."""
+def unavailable(settings: Settings) -> str | None:
+    """Why the local model cannot start, or None: checked before serving and by `doctor`, so
+    that a missing extra or file is one clear line, not a failed start."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return f"llama-cpp-python is not installed: {INSTALL_EXTRA}"
     if settings.llm_local_model is not None:
         if not settings.llm_local_model.is_file():
-            raise LocalModelError(
-                f"AGENTIC_RAG_LLM_LOCAL_MODEL: no file at {settings.llm_local_model}"
-            )
+            return f"AGENTIC_RAG_LLM_LOCAL_MODEL: no file at {settings.llm_local_model}"
+        return None
+    try:
+        part_files()
+    except LocalModelError as exc:
+        return str(exc)
+    return None
+
+
+async def model_path(settings: Settings) -> Path:
+    """The GGUF file to run: the configured one, or the packaged Qwen (joined, checked)."""
+    problem = unavailable(settings)
+    if problem is not None:
+        raise LocalModelError(problem)
+    if settings.llm_local_model is not None:
         return settings.llm_local_model
     return await asyncio.to_thread(packaged_model, cache_directory())
 
