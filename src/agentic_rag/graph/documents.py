@@ -6,21 +6,24 @@
   document id and its chunk ids; its `source_description` names them too.
 - A document deleted or replaced by a new version takes its episodes with it: queued ones
   leave the queue, extracted ones leave the graph (with what only they produced).
+- An unchanged document that has no episodes while it should gets them (`lacks_episodes`):
+  it was stored before the setting was on, or by a job that stopped before it queued them.
 - Retrieval: one Graphiti search for the query, of facts and of entities; a fact stands for
   the chunks of the episodes it came from, an entity for those of the episodes that mention
   it, so that the graph's hits are chunks with their provenance. The two rankings are fused
   by reciprocal rank (`chunk_ranking`). Each fact also says what extracting its episodes
-  cost (explain_answer shows it).
+  cost (explain_answer shows it). A filtered search keeps the chunks that satisfy its
+  filters (`GraphRetrieval.kept`): every fact and entity found stays listed, saying which of
+  its chunks were kept.
 """
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence, Set
+from dataclasses import dataclass, replace
 
 from agentic_rag.graph.namespaces import Namespace
 from agentic_rag.graph.queue import EpisodeSource
 from agentic_rag.graph.results import AddMemoryArguments
 from agentic_rag.graph.service import GraphService
-from agentic_rag.knowledge.store import StoredDocument
 
 EPISODE_CHARS = 4000
 """Most characters of document text in one episode."""
@@ -54,6 +57,8 @@ class GraphFact:
     episodes: list[str]
     chunk_ids: list[int]
     extraction: list[EpisodeExtraction]
+    kept_chunk_ids: list[int] | None = None
+    """With filters, those of `chunk_ids` that satisfy them; None without (all kept)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,8 @@ class GraphEntity:
     score: float
     episodes: list[str]
     chunk_ids: list[int]
+    kept_chunk_ids: list[int] | None = None
+    """With filters, those of `chunk_ids` that satisfy them; None without (all kept)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,22 @@ class GraphRetrieval:
     facts: list[GraphFact]
     entities: list[GraphEntity]
     chunks: list[tuple[int, float]]
+
+    def kept(self, chunk_ids: Set[int]) -> "GraphRetrieval":
+        """What a filtered search keeps: only these chunks as hits, scored as before (a
+        chunk's score depends on the best fact and entity that stand for it only); every
+        fact and entity found, each saying which of its chunks were kept."""
+        return GraphRetrieval(
+            [
+                replace(f, kept_chunk_ids=[c for c in f.chunk_ids if c in chunk_ids])
+                for f in self.facts
+            ],
+            [
+                replace(e, kept_chunk_ids=[c for c in e.chunk_ids if c in chunk_ids])
+                for e in self.entities
+            ],
+            [(c, score) for c, score in self.chunks if c in chunk_ids],
+        )
 
 
 def chunk_groups(
@@ -125,12 +148,13 @@ class DocumentGraph:
             queued.append(await self._graph.queue_episode(Namespace(tenant), args, provenance))
         return queued
 
-    async def lacks_episodes(self, tenant: str, document: StoredDocument | None) -> bool:
-        """Whether an unchanged document should have episodes and has none: it was stored
-        before the setting was on, or by a job that stopped before it queued them."""
-        if not self.ingest_documents or document is None:
+    async def lacks_episodes(self, tenant: str, document_id: str) -> bool:
+        """Whether an unchanged document should have episodes and has none (queued,
+        extracted or failed): it was stored before the setting was on, or by a job that
+        stopped before it queued them. One query, none with the setting off."""
+        if not self.ingest_documents:
             return False
-        return not await self._queue.document_episodes(tenant, [document.id])
+        return not await self._queue.document_episodes(tenant, [document_id])
 
     async def forget(self, tenant: str, document_ids: list[str]) -> None:
         """Delete the episodes of these documents: from the graph first (so that a failure

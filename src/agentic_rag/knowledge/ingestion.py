@@ -186,9 +186,12 @@ class Ingestion:
                 links=links,
             )
         if self.graph is not None and (
-            result.status != "unchanged" or await self.graph.lacks_episodes(tenant, existing)
+            result.status != "unchanged"
+            or await self.graph.lacks_episodes(tenant, result.document_id)
         ):
-            await self._to_graph(run, self.graph, result.document_id, document)
+            await self._to_graph(
+                run, self.graph, result.document_id, document.uri, document.title, document.text
+            )
         ingested = IngestedDocument(
             document_id=result.document_id,
             uri=document.uri,
@@ -206,13 +209,31 @@ class Ingestion:
             summary.chunks += result.chunks
         return ingested
 
+    async def unchanged_unread(self, run: JobRun, document_id: str, uri: str) -> None:
+        """A stored document found unchanged without reading it (HTTP 304, a sitemap's
+        lastmod): it gets its episodes if it should have some and has none, made from its
+        stored text (graph/documents.py)."""
+        graph = self.graph
+        if graph is None or not await graph.lacks_episodes(run.tenant, document_id):
+            return
+        stored = await self._store.get_document(run.tenant, document_id)
+        if stored is None or stored.text is None:  # deleted meanwhile
+            return
+        await self._to_graph(run, graph, document_id, uri, stored.title, stored.text)
+
     async def _to_graph(
-        self, run: JobRun, graph: "DocumentGraph", document_id: str, document: ExtractedDocument
+        self,
+        run: JobRun,
+        graph: "DocumentGraph",
+        document_id: str,
+        uri: str,
+        title: str,
+        text: str,
     ) -> None:
         """A new version's episodes replace the old version's (graph/documents.py)."""
         spans = (
             await self._store.chunk_spans(run.tenant, document_id) if graph.ingest_documents else []
         )
-        queued = await graph.replace(run.tenant, document_id, document.title, document.text, spans)
+        queued = await graph.replace(run.tenant, document_id, title, text, spans)
         if queued:
-            await run.progress(f"{document.uri}: {len(queued)} graph episodes queued")
+            await run.progress(f"{uri}: {len(queued)} graph episodes queued")

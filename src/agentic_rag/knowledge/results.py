@@ -186,6 +186,11 @@ class GraphFactHit(BaseModel):
     score: float
     episodes: list[str] = Field(description="The graph episodes it came from")
     chunk_ids: list[int] = Field(description="The chunks of those episodes' documents")
+    kept_chunk_ids: list[int] | None = Field(
+        None,
+        description="With filters, those of chunk_ids that satisfy them (the graph's hits); "
+        "null without filters (all kept)",
+    )
     extraction: list[EpisodeExtraction] = Field(
         default_factory=list,
         description="What extracting each of those episodes cost: LLM calls, tokens, seconds",
@@ -202,6 +207,11 @@ class GraphEntityHit(BaseModel):
     score: float
     episodes: list[str] = Field(description="The graph episodes that mention it, oldest first")
     chunk_ids: list[int] = Field(description="The chunks of those episodes' documents")
+    kept_chunk_ids: list[int] | None = Field(
+        None,
+        description="With filters, those of chunk_ids that satisfy them (the graph's hits); "
+        "null without filters (all kept)",
+    )
 
 
 class Explanation(BaseModel):

@@ -4,8 +4,9 @@
           -> fusion -> reranker -> top k -> answer with numbered citations
           -> trajectory (for explain_answer)
 
-The graph retriever (graph/documents.py) runs when asked for, the graph is running, no filter
-is given (facts span documents), and the tenant's graph holds facts of ingested documents.
+The graph retriever (graph/documents.py) runs when asked for, the graph is running and the
+tenant's graph holds facts of ingested documents. Its facts span documents: with filters, it
+keeps the chunks that satisfy them (one query of the store's filter SQL).
 
 The trajectory keeps each stage's input and output with ranks, scores and time, so that
 `explain_answer` can show exactly why a passage was cited.
@@ -154,8 +155,10 @@ class Retrieval:
             )
         if "lexical" in retrievers:
             legs["lexical"] = self._lexical(tenant, query, width, filters, leg_times)
-        if "graph" in retrievers and self.graph is not None and not filters:
-            legs["graph"] = self._graph(self.graph, tenant, query, width, leg_times, graph_found)
+        if "graph" in retrievers and self.graph is not None:
+            legs["graph"] = self._graph(
+                self.graph, tenant, query, width, filters, leg_times, graph_found
+            )
         ran = dict(zip(legs, await asyncio.gather(*legs.values()), strict=True))
         lists = {name: hits for name, hits in ran.items() if hits is not None}
         clock.lap("retrieve")
@@ -291,18 +294,24 @@ class Retrieval:
         tenant: str,
         query: str,
         limit: int,
+        filters: Filters,
         times: dict[str, float],
         found: list["GraphRetrieval"],
     ) -> Ranked | None:
-        """The chunks behind the graph's facts and entities for the query (what it found
-        goes in `found`); None (no list, no time) when the tenant's graph holds no
-        document's episodes."""
+        """The chunks behind the graph's facts and entities for the query, those that
+        satisfy the filters (what it found goes in `found`); None (no list, no time) when
+        the tenant's graph holds no document's episodes."""
         clock = Stopwatch()
         if not await graph.has_facts(tenant):
             return None
         retrieved = await graph.retrieve(tenant, query, self.config.graph_limit)
-        found.append(retrieved)
         clock.lap("graph")
+        if filters:
+            ids = [c for c, _ in retrieved.chunks]
+            matching = await self._store.matching_chunks(tenant, ids, filters) if ids else set()
+            retrieved = retrieved.kept(matching)
+            clock.lap("graph_filters")
+        found.append(retrieved)
         times.update(clock.timings)
         return retrieved.chunks[:limit]
 

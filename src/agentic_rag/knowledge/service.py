@@ -10,7 +10,7 @@ import base64
 import binascii
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -228,11 +228,13 @@ class KnowledgeService:
             )
             counted = await self._resume_crawl(run)
             remaining = replace(options, max_pages=max(1, options.max_pages - counted))
+            stored_ids: dict[str, str] = {}  # the stored pages' documents, by URL
 
             async def known(url: str) -> KnownPage | None:
                 stored = await self.store.find_document(tenant, source_id, url)
                 if stored is None:
                     return None
+                stored_ids[url] = stored.id
                 return KnownPage(
                     Validators(stored.etag, stored.last_modified),
                     stored.fetched_at,
@@ -243,7 +245,7 @@ class KnowledgeService:
             pages = crawl(request.url, self.guard, remaining, frontier=frontier, known=known)
             async with aclosing(pages):
                 async for outcome in pages:
-                    await self._crawled(run, outcome, request.metadata)
+                    await self._crawled(run, outcome, request.metadata, stored_ids)
 
         arguments = request.model_dump(mode="json")
         return await self.ingestion.run_job(tenant, job_id, "url", arguments, report, body)
@@ -263,7 +265,13 @@ class KnowledgeService:
                 _note_outcome(run.summary, state, url, reason)
         return requested
 
-    async def _crawled(self, run: JobRun, outcome: CrawlOutcome, metadata: dict[str, Any]) -> None:
+    async def _crawled(
+        self,
+        run: JobRun,
+        outcome: CrawlOutcome,
+        metadata: dict[str, Any],
+        stored_ids: Mapping[str, str],
+    ) -> None:
         tenant, job_id, summary = run.tenant, run.job.id, run.summary
         done = summary.ingested + summary.unchanged
         if isinstance(outcome, Fetched):
@@ -291,6 +299,8 @@ class KnowledgeService:
             )
         elif isinstance(outcome, Unchanged):
             summary.unchanged += 1
+            if document_id := stored_ids.get(outcome.url):
+                await self.ingestion.unchanged_unread(run, document_id, outcome.url)
             await self.jobs.page_done(tenant, job_id, outcome.url, "unchanged")
             await run.progress(f"[{done + 1}] unchanged {outcome.url}")
         else:

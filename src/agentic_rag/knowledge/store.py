@@ -672,6 +672,20 @@ class KnowledgeStore:
             *params,
         )
 
+    async def matching_chunks(
+        self, tenant: str, chunk_ids: Sequence[int], filters: Filters
+    ) -> set[int]:
+        """Those of these chunks whose document satisfies `filters`: the graph retriever's
+        hits, found across documents, are kept by this."""
+        params: list[Any] = [tenant, list(chunk_ids)]
+        where = _filter_sql(filters, params)
+        rows = await self._pool.fetch(
+            f"SELECT c.id FROM chunks c {_FILTER_JOINS_FROM_CHUNKS} "
+            f"WHERE c.tenant = $1 AND c.id = ANY($2::bigint[]) {where}",
+            *params,
+        )
+        return {r["id"] for r in rows}
+
     async def hits(self, tenant: str, chunk_ids: Sequence[int]) -> dict[int, Hit]:
         rows = await self._pool.fetch(
             "SELECT c.id, c.document_id, d.source_id, s.kind, d.uri, d.title, c.text, "
