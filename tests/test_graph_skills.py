@@ -330,6 +330,12 @@ async def test_mcp_lists_the_graph_tools_and_calls_them_as_the_callers_tenant(
     assert not added.is_error, text_of(added)
     assert added.structured_content is not None
     (edge,) = added.structured_content["result"]["edges"]
+    async with alpha.mcp() as client:
+        found = await client.call_tool("search_nodes", {"query": "Kepler"})
+    assert found.structured_content is not None
+    kepler = next(n for n in found.structured_content["result"]["nodes"] if n["name"] == "Kepler")
+    written = {n["name"]: n for n in added.structured_content["result"]["nodes"]}
+    assert written["Kepler"]["labels"] == kepler["labels"] == ["Entity"]
     async with beta.mcp() as client:
         refused = await client.call_tool("get_entity_edge", {"uuid": edge["uuid"]})
     assert refused.is_error and "no fact" in text_of(refused)

@@ -85,7 +85,8 @@ def node_result(node: EntityNode, ns: Namespace, origin: dict[str, Any]) -> Node
     return NodeResult(
         uuid=node.uuid,
         name=node.name,
-        labels=list(node.labels),
+        # Every entity is stored with the label Entity; a node not read back yet lacks it.
+        labels=["Entity", *(label for label in node.labels if label != "Entity")],
         created_at=_iso(node.created_at),
         summary=node.summary,
         group_id=ns.name,
