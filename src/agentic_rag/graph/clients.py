@@ -54,6 +54,10 @@ class GraphEmbedder(EmbedderClient):
     def __init__(self, embedder: Embedder) -> None:
         self._embedder = embedder
 
+    @property
+    def dimension(self) -> int:
+        return self._embedder.dimension
+
     async def create(
         self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]
     ) -> list[float]:

@@ -58,6 +58,7 @@ from agentic_rag.graph.results import (
     EdgeResult,
     NodeResult,
 )
+from agentic_rag.graph.search import use_fact_index
 from agentic_rag.graph.skills import parse_time
 from agentic_rag.knowledge.embeddings import Embedder
 from agentic_rag.llm.endpoint import ChatEndpoint
@@ -220,6 +221,7 @@ class GraphService:
             driver = FalkorDriver(falkor_db=self._db, database=ns.graph)
             if driver._init_task is not None:  # the graph's indices, which it starts building
                 await driver._init_task
+            await use_fact_index(driver, self._embedder.dimension)
             graphiti = Graphiti(
                 graph_driver=driver,
                 llm_client=self._llm or NoLLM(),
