@@ -30,6 +30,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -230,6 +231,11 @@ def report(result: dict[str, Any]) -> str:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.parse_args()
+    # SIGTERM (and Ctrl-C) cancel the run, so that the engine stops its databases.
+    this = asyncio.current_task()
+    assert this is not None
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(stop, this.cancel)
     data_dir = Path(tempfile.mkdtemp(prefix="agentic-rag-bench-graph-"))
     try:
         settings = Settings(data_dir=data_dir, llm_local=True, graph_ingest_concurrency=2)

@@ -85,6 +85,34 @@ async def test_the_local_model_answers_the_openai_chat_api_with_json_of_the_sche
         assert elsewhere.status_code == 404
 
 
+async def test_a_caller_that_gives_up_does_not_let_two_replies_share_the_model(
+    chat: ChatEndpoint,
+) -> None:
+    """The model generates one reply at a time, on its own thread: a caller that gives up (a
+    timeout, a cancelled task) leaves its reply to end there, and the next one waits for it."""
+
+    def ask(content: str, max_tokens: int) -> dict[str, Any]:
+        return {
+            "model": chat.model,
+            "messages": [{"role": "user", "content": content}],
+            "max_tokens": max_tokens,
+        }
+
+    async with chat.http_client(timeout=600) as http:
+        counting = asyncio.create_task(
+            http.post("/chat/completions", json=ask("Count from 1 to 3000, one per line.", 300))
+        )
+        await asyncio.sleep(3)
+        counting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await counting
+        answered = await http.post(
+            "/chat/completions", json=ask("What is the capital of France? One word.", 8)
+        )
+    assert answered.status_code == 200, answered.text
+    assert "Paris" in answered.json()["choices"][0]["message"]["content"]
+
+
 @pytest.fixture(scope="module")
 async def server(
     postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory

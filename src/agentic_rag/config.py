@@ -192,6 +192,12 @@ class Settings(BaseSettings):
     llm_local_context: int = Field(
         8192, ge=512, description="Tokens of context of the local model (prompt and reply)."
     )
+    llm_local_max_tokens: int = Field(
+        2048,
+        ge=16,
+        description="Most tokens of one reply of the local model, whatever a request asks: "
+        "a small model can repeat itself until its context is full.",
+    )
     reranker_directory: Path | None = Field(
         None,
         description="A local ONNX cross-encoder (model.onnx, tokenizer.json) for the "

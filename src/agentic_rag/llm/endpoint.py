@@ -46,7 +46,9 @@ async def open_chat(settings: Settings, stack: AsyncExitStack) -> ChatEndpoint |
         from agentic_rag.llm.local import LocalModel, LocalTransport, model_path
 
         path = await model_path(settings)
-        model = LocalModel(path, context=settings.llm_local_context)
+        model = LocalModel(
+            path, context=settings.llm_local_context, max_tokens=settings.llm_local_max_tokens
+        )
         await model.start()
         stack.push_async_callback(model.aclose)
         return ChatEndpoint(LOCAL_BASE_URL, model.name, model.name, transport=LocalTransport(model))

@@ -11,14 +11,16 @@ model is local. Two things differ from a server, and are handled here:
 - llama-cpp-python ignores `response_format={"type": "json_schema", ...}` (what Graphiti and
   others send); it honours the schema as `{"type": "json_object", "schema": ...}`, which it
   compiles to a grammar, so the reply is valid JSON of that schema.
-- One model answers one request at a time (llama.cpp's context is not shared between threads):
-  requests wait their turn, each run in a thread so that the event loop stays free.
+- One model answers one request at a time (llama.cpp's context serves one sequence): requests
+  wait their turn for the model's own thread, so the event loop stays free.
 """
 
 import asyncio
 import hashlib
 import importlib.util
 import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -123,14 +125,15 @@ async def model_path(settings: Settings) -> Path:
     return await asyncio.to_thread(packaged_model, cache_directory())
 
 
-def llama_request(body: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI chat request as llama-cpp-python's `create_chat_completion` arguments."""
+def llama_request(body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """An OpenAI chat request as llama-cpp-python's `create_chat_completion` arguments, its
+    reply capped at `max_tokens` (Graphiti asks for 16,384: a small model that starts
+    repeating itself would otherwise write until the context is full)."""
     request: dict[str, Any] = {
         "messages": body["messages"],
         "temperature": body.get("temperature", 0.0),
+        "max_tokens": min(body.get("max_tokens") or max_tokens, max_tokens),
     }
-    if body.get("max_tokens") is not None:
-        request["max_tokens"] = body["max_tokens"]
     response_format = body.get("response_format")
     if isinstance(response_format, dict):
         request["response_format"] = schema_in_json_object(response_format)
@@ -138,23 +141,30 @@ def llama_request(body: dict[str, Any]) -> dict[str, Any]:
 
 
 class LocalModel:
-    def __init__(self, path: Path, *, context: int) -> None:
-        self.path, self.context = path, context
+    """One GGUF model. Its replies are generated one at a time on a thread of its own (a
+    llama.cpp context serves one sequence): a caller that gives up leaves its reply to finish
+    there, bounded by `max_tokens`, and the next waits its turn instead of sharing the model."""
+
+    def __init__(self, path: Path, *, context: int, max_tokens: int) -> None:
+        self.path, self.context, self.max_tokens = path, context, max_tokens
         self.name = path.stem
         self._llama: Llama | None = None
-        self._turn = asyncio.Lock()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-llm")
 
     async def start(self) -> None:
         try:
             from llama_cpp import Llama
         except ImportError:
             raise LocalModelError(f"llama-cpp-python is not installed: {INSTALL_EXTRA}") from None
-        self._llama = await asyncio.to_thread(
-            Llama,
-            model_path=str(self.path),
-            n_ctx=self.context,
-            n_threads=os.cpu_count(),
-            verbose=False,
+        self._llama = await asyncio.get_running_loop().run_in_executor(
+            self._thread,
+            partial(
+                Llama,
+                model_path=str(self.path),
+                n_ctx=self.context,
+                n_threads=os.cpu_count(),
+                verbose=False,
+            ),
         )
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -162,9 +172,10 @@ class LocalModel:
         llama = self._llama
         if llama is None:
             raise RuntimeError("the local model is not started")
-        request = llama_request(body)
-        async with self._turn:
-            result = await asyncio.to_thread(llama.create_chat_completion, **request)
+        request = llama_request(body, self.max_tokens)
+        result = await asyncio.get_running_loop().run_in_executor(
+            self._thread, partial(llama.create_chat_completion, **request)
+        )
         # Not streamed, so one response (the union is for `stream=True`).
         completion = dict(cast("CreateChatCompletionResponse", result))
         completion["model"] = self.name
@@ -173,7 +184,8 @@ class LocalModel:
     async def aclose(self) -> None:
         llama, self._llama = self._llama, None
         if llama is not None:
-            await asyncio.to_thread(llama.close)
+            await asyncio.get_running_loop().run_in_executor(self._thread, llama.close)
+        await asyncio.to_thread(self._thread.shutdown)
 
 
 def _error(status: int, message: str) -> httpx.Response:
