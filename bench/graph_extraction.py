@@ -1,7 +1,7 @@
 """Graph extraction with the local LLM (issue 10, point 12): seconds per episode, and episodes
 per minute with bounded concurrency.
 
-    nice -n 5 .venv/bin/python bench/graph_extraction.py     # ~15 minutes on 2 cores
+    nice -n -10 .venv/bin/python bench/graph_extraction.py   # ~30 minutes on 2 cores
 
 Needs the local-llm extra (`make test` installs it). One engine of the product on a fresh data
 directory (embedded PostgreSQL and FalkorDB, deleted after), `AGENTIC_RAG_LLM_LOCAL=true`
