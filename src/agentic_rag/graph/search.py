@@ -176,8 +176,8 @@ class FactVectorSearch(SearchInterface):
         return bool(stats["found"] == candidates and (2 - stats["farthest"]) / 2 > min_score)
 
     # -- everything else: Graphiti's own ----------------------------------------------------
-    # The methods below are those Graphiti calls without a fallback when the hook is set; the
-    # others raise NotImplementedError (SearchInterface's), on which Graphiti uses its own.
+    # The methods below are those Graphiti calls without a fallback when the hook is set; for
+    # the others, SearchInterface's defaults tell Graphiti to use its own code.
 
     async def edge_fulltext_search(
         self,
