@@ -47,6 +47,7 @@ from agentic_rag.knowledge.retrieval import Retrieval, RetrievalConfig
 from agentic_rag.knowledge.sources.markdown import markdown_sections
 from agentic_rag.knowledge.store import (
     EXACT_SEARCH_MAX_CHUNKS,
+    HNSW_EF_SEARCH,
     LEXICAL_CANDIDATES,
     Filters,
     KnowledgeStore,
@@ -462,14 +463,14 @@ async def forced_hnsw(
     pool: asyncpg.Pool, space: Space, tenant: str, query: np.ndarray, limit: int, ef: int, mode: str
 ) -> list[tuple[int, float]]:
     """The product's HNSW query (store.dense's non-exact branch) whatever the tenant's size."""
-    distance = f"e.embedding::{space.vector_type} <=> $3"
+    distance = f"e.embedding::{space.vector_type} <=> $2::{space.vector_type}"
+    approximate = f"e.embedding::{space.index_type} <=> $2::{space.vector_type}::{space.index_type}"
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(f"SET LOCAL hnsw.ef_search = {max(ef, limit)}")
         await conn.execute(f"SET LOCAL hnsw.iterative_scan = {mode}")
         rows = await conn.fetch(
             f"SELECT e.chunk_id, {distance} AS distance FROM chunk_embeddings e "
-            f"WHERE e.space = $1 AND e.tenant = $2 ORDER BY {distance} LIMIT $4",
-            space.id,
+            f"WHERE e.space = {space.id} AND e.tenant = $1 ORDER BY {approximate} LIMIT $3",
             tenant,
             query,
             limit,
@@ -568,7 +569,7 @@ async def run_queries(
         )
         dense[f"limit{limit}_default"] = {**stats, "recall_at_10": recall(results, truth)}
     if not exact_path:
-        for ef in (100, 400) if tenant.size > 200_000 else (40, 100):
+        for ef in (HNSW_EF_SEARCH // 4, HNSW_EF_SEARCH // 2, HNSW_EF_SEARCH * 2):
             stats, results = await measure(
                 qv, lambda q, ef=ef: store.dense(tenant.name, space, q, 50, none, ef_search=ef)
             )

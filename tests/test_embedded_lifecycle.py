@@ -14,7 +14,11 @@ import asyncpg
 import httpx
 import pytest
 
-from agentic_rag.storage.embedded import EmbeddedPostgres, postgres_processes
+from agentic_rag.storage.embedded import (
+    EmbeddedPostgres,
+    default_shared_buffers_mb,
+    postgres_processes,
+)
 from tests.live import free_port
 from tests.rpc import call, text_message
 
@@ -188,3 +192,32 @@ def test_ctrl_c_stops_serve_cleanly(tmp_path: Path) -> None:
     assert "Traceback" not in log and "KeyboardInterrupt" not in log, log
     assert "embedded PostgreSQL stopped" in log
     assert running_in(pgdata) == []
+
+
+async def test_serve_gives_its_postgres_the_shared_buffers_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir, port = tmp_path / "data", free_port()
+    monkeypatch.setenv("AGENTIC_RAG_POSTGRES_SHARED_BUFFERS_MB", "48")
+    with serving(data_dir, port):
+        user = EmbeddedPostgres(data_dir)  # the running server, whatever this one would ask
+        conn = await asyncpg.connect(user.start())
+        try:
+            assert await conn.fetchval("SHOW shared_buffers") == "48MB"
+        finally:
+            await conn.close()
+            user.stop()
+
+
+async def test_by_default_postgres_gets_a_quarter_of_the_memory_up_to_4_gb(
+    postgres_dsn: str,
+) -> None:
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    expected = default_shared_buffers_mb()
+    assert 128 <= expected <= max(128, min(4096, memory // 4))  # less under a cgroup limit
+    conn = await asyncpg.connect(postgres_dsn)  # the session's server, started by default
+    try:
+        pages = await conn.fetchval("SELECT setting FROM pg_settings WHERE name = 'shared_buffers'")
+    finally:
+        await conn.close()
+    assert int(pages) * 8 // 1024 == expected

@@ -4,6 +4,9 @@ Vectors here are synthetic (the store does not care where they come from); the s
 use the real embedder.
 """
 
+import asyncio
+from importlib import resources
+
 import asyncpg
 import numpy as np
 import pytest
@@ -185,3 +188,63 @@ async def test_a_tenant_with_1_percent_of_a_shared_index_gets_its_exact_nearest_
         found = await store.hits("small", [c for c, _ in hits])
         assert len(hits) == 10
         assert {found[c].text for c, _ in hits} == {f"few {i}" for i in exact}
+
+
+async def test_a_large_tenant_is_searched_through_the_half_precision_index_and_scored_exactly(
+    pool: asyncpg.Pool, space: Space
+) -> None:
+    """The HNSW index holds half-precision vectors; the query must be written as the index is
+    (else PostgreSQL silently scans every row), and scores come from the full vectors."""
+    store = KnowledgeStore(pool, exact_search_max_chunks=0)  # the path of large tenants
+    index = f"chunk_embeddings_hnsw_{space.id}"
+    definition = await pool.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = $1", index)
+    assert "halfvec(8)" in definition and "halfvec_cosine_ops" in definition
+    source = await store.upsert_source("acme", "text", "bulk", "", {})
+    # Enough rows that PostgreSQL prefers the index to sorting them all (3,000 are not).
+    vectors = _vectors(10_000, 50)
+    document, chunks = _doc("bulk", *[f"chunk {i}" for i in range(10_000)])
+    await store.write_document("acme", source, document, chunks, vectors, space)
+    await pool.execute("ANALYZE chunk_embeddings")
+
+    query = _vectors(1, 51)[0]
+    hits = await store.dense("acme", space, query, 10, Filters())
+    found = await store.hits("acme", [c for c, _ in hits])
+    exact = {int(found[c].text.split()[1]): score for c, score in hits}
+    for i, score in exact.items():  # float32 scores, not half precision's ~1e-3
+        assert score == pytest.approx(float(vectors[i] @ query), abs=1e-6)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+
+    async def index_scans() -> int:
+        return int(
+            await pool.fetchval(
+                "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = $1", index
+            )
+        )
+
+    # A backend reports its statistics when idle, within about 10 s.
+    scans = 0
+    for _ in range(150):
+        scans = await index_scans()
+        if scans > 0:
+            break
+        await asyncio.sleep(0.1)
+    assert scans > 0, f"the search did not read {index}"
+
+
+async def test_migration_0010_rebuilds_full_precision_indexes_over_halfvec(
+    pool: asyncpg.Pool, space: Space
+) -> None:
+    """Databases made before 0010 hold a full-precision index; the migration rebuilds it as
+    the store now creates it."""
+    index = f"chunk_embeddings_hnsw_{space.id}"
+    created = await pool.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = $1", index)
+    await pool.execute(f"DROP INDEX {index}")
+    await pool.execute(
+        f"CREATE INDEX {index} ON chunk_embeddings "
+        f"USING hnsw ((embedding::vector(8)) vector_cosine_ops) WHERE space = {space.id}"
+    )
+    script = resources.files("agentic_rag.storage").joinpath("migrations/0010_halfvec_hnsw.sql")
+    await pool.execute(script.read_text())
+
+    rebuilt = await pool.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = $1", index)
+    assert rebuilt == created

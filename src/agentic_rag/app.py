@@ -102,7 +102,9 @@ class Engine:
         tokens = _jwt_verifier(settings)
         dsn = settings.database_url
         if dsn is None:
-            postgres = EmbeddedPostgres(settings.data_dir)
+            postgres = EmbeddedPostgres(
+                settings.data_dir, shared_buffers_mb=settings.postgres_shared_buffers_mb
+            )
             self._stack.push_async_callback(asyncio.to_thread, postgres.stop)
             dsn = await asyncio.to_thread(postgres.start)
         self.pool = await connect(dsn, settings.database_pool_size)

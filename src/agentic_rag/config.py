@@ -71,6 +71,12 @@ class Settings(BaseSettings):
         description="PostgreSQL with pgvector; without it an embedded server runs in data_dir.",
     )
     database_pool_size: int = Field(10, description="Most database connections per process.")
+    postgres_shared_buffers_mb: int | None = Field(
+        None,
+        ge=16,
+        description="The embedded PostgreSQL's shared_buffers, MB; unset: a quarter of the "
+        "memory, at most 4096.",
+    )
 
     max_body_bytes: int = Field(
         32 * 1024 * 1024,

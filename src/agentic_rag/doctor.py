@@ -166,7 +166,9 @@ async def check_database(ctx: Context) -> list[Result]:
         where = f"embedded PostgreSQL in {pgdata}"
         fix = f"read {pgdata / 'log'}; if no server runs, remove a stale {pgdata}/postmaster.pid"
         try:
-            ctx.postgres = EmbeddedPostgres(settings.data_dir)
+            ctx.postgres = EmbeddedPostgres(
+                settings.data_dir, shared_buffers_mb=settings.postgres_shared_buffers_mb
+            )
             dsn = await asyncio.to_thread(ctx.postgres.start)
         except Exception as exc:
             ctx.database_problem = f"not checked: {where} does not start"

@@ -70,7 +70,9 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
             raise SystemExit(STARTUP_FAILURE) from None
         dsn = settings.database_url
         if dsn is None:
-            postgres = EmbeddedPostgres(settings.data_dir)
+            postgres = EmbeddedPostgres(
+                settings.data_dir, shared_buffers_mb=settings.postgres_shared_buffers_mb
+            )
             stack.callback(postgres.stop)
             try:
                 dsn = postgres.start()

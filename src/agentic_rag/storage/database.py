@@ -18,7 +18,9 @@ async def open_database(settings: Settings, *, size: int = 2) -> AsyncIterator[a
     async with AsyncExitStack() as stack:
         dsn = settings.database_url
         if dsn is None:
-            postgres = EmbeddedPostgres(settings.data_dir)
+            postgres = EmbeddedPostgres(
+                settings.data_dir, shared_buffers_mb=settings.postgres_shared_buffers_mb
+            )
             stack.push_async_callback(asyncio.to_thread, postgres.stop)
             dsn = await asyncio.to_thread(postgres.start)
         pool = await connect(dsn, size=size)

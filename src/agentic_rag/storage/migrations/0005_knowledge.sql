@@ -75,6 +75,7 @@ CREATE UNIQUE INDEX embedding_spaces_one_active ON embedding_spaces ((true)) WHE
 -- Each space gets its HNSW index when it is created (its dimension is known only then):
 --   CREATE INDEX chunk_embeddings_hnsw_<space> ON chunk_embeddings
 --     USING hnsw ((embedding::vector(<dimension>)) vector_cosine_ops) WHERE space = <space>
+-- (0010 rebuilt them over half-precision vectors.)
 CREATE TABLE chunk_embeddings (
     space      integer  NOT NULL REFERENCES embedding_spaces ON DELETE CASCADE,
     chunk_id   bigint   NOT NULL REFERENCES chunks ON DELETE CASCADE,
