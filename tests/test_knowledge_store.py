@@ -248,3 +248,14 @@ async def test_migration_0010_rebuilds_full_precision_indexes_over_halfvec(
 
     rebuilt = await pool.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = $1", index)
     assert rebuilt == created
+
+
+async def test_a_model_of_3072_dimensions_gets_its_index(store: KnowledgeStore) -> None:
+    """Above pgvector's 2,000-dimension HNSW limit for full precision, within halfvec's 4,000."""
+    space = await store.open_space("text-embedding-3-large", 3072)
+    source = await store.upsert_source("acme", "text", "one", "", {})
+    document, chunks = _doc("one", "a chunk")
+    vector = np.ones((1, 3072), dtype=np.float32) / np.sqrt(3072)
+    await store.write_document("acme", source, document, chunks, vector, space)
+    hits = await store.dense("acme", space, vector[0], 5, Filters())
+    assert len(hits) == 1 and hits[0][1] == pytest.approx(1.0, abs=1e-5)

@@ -29,7 +29,7 @@ _LEXICON_LOCK = 0x6C657863  # "lexc"
 # exact scan costs 1.2-1.8 us per vector (p95 18.5 ms for 10k: bench/results/knowledge-scale.md).
 EXACT_SEARCH_MAX_CHUNKS = 12_000
 # The memory a re-embedding's HNSW index is built with.
-HNSW_BUILD_MEMORY = "2GB"
+HNSW_BUILD_MEMORY = "3GB"
 # The HNSW graph (neighbours per node, candidates kept while building) and the candidates a
 # search keeps. At a million chunks, recall@10 against exact search: pgvector's defaults (16,
 # 64) 0.88 with ef_search 400, 0.95 with 800 (p95 28 ms); (24, 128) 0.96 with 400 (p95 22 ms),
@@ -280,8 +280,9 @@ class KnowledgeStore:
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", _LEXICON_LOCK)
             # Built once over all the vectors: 5.3x faster than keeping it up to date while
-            # they are inserted (bench/results/knowledge-scale.md); a graph of a million
-            # vectors needs about 2 GB to build in memory.
+            # they are inserted (bench/results/knowledge-scale.md). A graph of a million
+            # vectors takes about 1.7 GB in memory (768 bytes of halfvec, 48 neighbours);
+            # the benchmark builds it with 3 GB.
             await conn.execute(f"SET LOCAL maintenance_work_mem = '{HNSW_BUILD_MEMORY}'")
             await _create_hnsw_index(conn, space)
             await conn.execute("DELETE FROM embedding_spaces WHERE state = 'active'")
