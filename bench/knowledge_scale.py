@@ -688,9 +688,10 @@ async def run(chunks: int, n_queries: int) -> dict[str, Any]:
         await admin.execute(f"ALTER SYSTEM SET maintenance_work_mem = '{MAINTENANCE_WORK_MEM}'")
         await admin.execute("SELECT pg_reload_conf()")
         settings = {
-            r["name"]: r["setting"] + (r["unit"] or "")
+            r["name"]: r["value"]
             for r in await admin.fetch(
-                "SELECT name, setting, unit FROM pg_settings WHERE name IN ('shared_buffers', "
+                "SELECT name, current_setting(name) AS value FROM pg_settings WHERE name IN "
+                "('shared_buffers', "
                 "'work_mem', 'maintenance_work_mem', 'max_parallel_maintenance_workers', "
                 "'effective_cache_size', 'max_parallel_workers_per_gather')"
             )
