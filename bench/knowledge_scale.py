@@ -1,8 +1,8 @@
 """The knowledge store at scale (issue 9, point 23): dense, lexical and hybrid latency, recall
 against exact search, disk, memory and load time, at 100k and 1M chunks.
 
-    .venv/bin/python bench/knowledge_scale.py --chunks 100000     # ~10 minutes
-    .venv/bin/python bench/knowledge_scale.py --chunks 1000000    # ~45 minutes
+    .venv/bin/python bench/knowledge_scale.py --chunks 100000     # ~14 minutes
+    .venv/bin/python bench/knowledge_scale.py --chunks 1000000    # ~30 minutes
     .venv/bin/python bench/knowledge_scale.py --quick             # 10k chunks, ~3 minutes
 
 One embedded PostgreSQL (fresh, in /tmp, deleted after) holds two tenants: `all`, with N chunks
