@@ -44,16 +44,7 @@ async def main():
             synth = ks.Synthesizer(pool_data, seed=N)
             async with pool.acquire() as conn:
                 await conn.execute("SET maintenance_work_mem = '3GB'")
-                defs = {
-                    r["indexname"]: r["indexdef"]
-                    for r in await conn.fetch(
-                        "SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN "
-                        "('chunks_lexical_keys', 'chunk_embeddings_by_tenant') "
-                        "OR indexname LIKE 'chunk_embeddings_hnsw_%'"
-                    )
-                }
-                for n in defs:
-                    await conn.execute(f"DROP INDEX {n}")
+                defs = await ks.drop_load_indexes(conn)
                 t = time.perf_counter()
                 await ks.bulk_load(conn, space, synth, "all", N)
                 await ks.rebuild_lexicon(conn)

@@ -394,6 +394,22 @@ async def bulk_load(
     return ids, vectors, {k: round(v, 1) for k, v in spent.items()}
 
 
+async def drop_load_indexes(conn: asyncpg.Connection) -> dict[str, str]:
+    """Drop the indexes a bulk load would otherwise keep up to date; return their definitions,
+    to build them after it."""
+    definitions = {
+        r["indexname"]: r["indexdef"]
+        for r in await conn.fetch(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN "
+            "('chunks_lexical_keys', 'chunk_embeddings_by_tenant') "
+            "OR indexname LIKE 'chunk_embeddings_hnsw_%'"
+        )
+    }
+    for name in definitions:
+        await conn.execute(f"DROP INDEX {name}")
+    return definitions
+
+
 async def rebuild_lexicon(conn: asyncpg.Connection) -> None:
     """The lexicon and its totals exactly as write_document's _learn_terms sums them."""
     async with conn.transaction():
@@ -731,16 +747,7 @@ async def run(chunks: int, n_queries: int) -> dict[str, Any]:
             "target_median_cosine_to_centre": TARGET_COSINE,
         }
         async with pool.acquire() as conn:
-            definitions = {
-                r["indexname"]: r["indexdef"]
-                for r in await conn.fetch(
-                    "SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN "
-                    "('chunks_lexical_keys', 'chunk_embeddings_by_tenant') "
-                    "OR indexname LIKE 'chunk_embeddings_hnsw_%'"
-                )
-            }
-            for name in definitions:
-                await conn.execute(f"DROP INDEX {name}")
+            definitions = await drop_load_indexes(conn)
             started = time.perf_counter()
             all_ids, all_vectors, spent_all = await bulk_load(
                 conn, space, synth, "all", chunks - len(sample_ids)
