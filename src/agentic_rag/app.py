@@ -43,7 +43,7 @@ from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.security.tokens import JWTVerifier
 from agentic_rag.skills import SkillRegistry
 from agentic_rag.skills.help import default_registry
-from agentic_rag.storage.embedded import EmbeddedPostgres
+from agentic_rag.storage.database import embedded_postgres
 from agentic_rag.storage.postgres import connect
 
 if TYPE_CHECKING:
@@ -102,9 +102,7 @@ class Engine:
         tokens = _jwt_verifier(settings)
         dsn = settings.database_url
         if dsn is None:
-            postgres = EmbeddedPostgres(
-                settings.data_dir, shared_buffers_mb=settings.postgres_shared_buffers_mb
-            )
+            postgres = embedded_postgres(settings)
             self._stack.push_async_callback(asyncio.to_thread, postgres.stop)
             dsn = await asyncio.to_thread(postgres.start)
         self.pool = await connect(dsn, settings.database_pool_size)

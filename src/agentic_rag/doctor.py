@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from agentic_rag.config import Settings, env_name, keys_create_command, setting_errors
 from agentic_rag.observability.logging import redact
 from agentic_rag.security.auth import is_loopback
+from agentic_rag.storage.database import embedded_postgres
 from agentic_rag.storage.embedded import EmbeddedPostgres, installation
 
 Status = Literal["ok", "warn", "fail"]
@@ -166,9 +167,7 @@ async def check_database(ctx: Context) -> list[Result]:
         where = f"embedded PostgreSQL in {pgdata}"
         fix = f"read {pgdata / 'log'}; if no server runs, remove a stale {pgdata}/postmaster.pid"
         try:
-            ctx.postgres = EmbeddedPostgres(
-                settings.data_dir, shared_buffers_mb=settings.postgres_shared_buffers_mb
-            )
+            ctx.postgres = embedded_postgres(settings)
             dsn = await asyncio.to_thread(ctx.postgres.start)
         except Exception as exc:
             ctx.database_problem = f"not checked: {where} does not start"

@@ -38,7 +38,8 @@ from agentic_rag.config import Settings, environment
 from agentic_rag.graph.embedded import EmbeddedFalkorDB, EmbeddedFalkorDBError
 from agentic_rag.observability.logging import configure_logging
 from agentic_rag.observability.metrics import METRICS_DIR_VARIABLE
-from agentic_rag.storage.embedded import EmbeddedPostgres, EmbeddedPostgresError
+from agentic_rag.storage.database import embedded_postgres
+from agentic_rag.storage.embedded import EmbeddedPostgresError
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +71,7 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
             raise SystemExit(STARTUP_FAILURE) from None
         dsn = settings.database_url
         if dsn is None:
-            postgres = EmbeddedPostgres(
-                settings.data_dir, shared_buffers_mb=settings.postgres_shared_buffers_mb
-            )
+            postgres = embedded_postgres(settings)
             stack.callback(postgres.stop)
             try:
                 dsn = postgres.start()

@@ -33,7 +33,7 @@ HNSW_BUILD_MEMORY = "3GB"
 # The HNSW graph (neighbours per node, candidates kept while building) and the candidates a
 # search keeps. At a million chunks, recall@10 against exact search: pgvector's defaults (16,
 # 64) 0.88 with ef_search 400, 0.95 with 800 (p95 28 ms); (24, 128) 0.96 with 400 (p95 22 ms),
-# for a build 2.4x longer (bench/results/knowledge-scale.md).
+# for a build 2.4x longer (bench/results/knowledge-hnsw.md).
 HNSW_M = 24
 HNSW_EF_CONSTRUCTION = 128
 HNSW_EF_SEARCH = 400
@@ -63,7 +63,7 @@ class Space:
     @property
     def index_type(self) -> str:
         """The vectors as the HNSW index holds them: half precision, half the pages to read
-        (recall unchanged at 1M chunks: bench/results/knowledge-scale.md)."""
+        (recall unchanged at 1M chunks: bench/results/knowledge-hnsw.md)."""
         return f"halfvec({int(self.dimension)})"
 
 

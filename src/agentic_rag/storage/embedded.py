@@ -55,7 +55,7 @@ def default_shared_buffers_mb() -> int:
     """A quarter of the memory this process may use (PostgreSQL's advice for a database
     server), at least 128 MB and at most 4 GB. Searching a million chunks reads about 3 GB of
     pages (HNSW index, vectors, chunks); when those come from the OS cache instead of shared
-    buffers, a search costs several times more (bench/results/knowledge-scale.md)."""
+    buffers, a search takes twice as long (bench/results/knowledge-hnsw.md)."""
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     # A container's limit, when it has one (cgroup v2; "max" or no file: none).
     with contextlib.suppress(OSError, ValueError):
@@ -145,12 +145,14 @@ class EmbeddedPostgres:
         ):
             stale.unlink(missing_ok=True)
         log_file = self.pgdata / "log"
-        buffers = self.shared_buffers_mb
         _run(
             "pg_ctl",
             ["start", "-D", str(self.pgdata), "-w", "-t", str(START_SECONDS), "-l", str(log_file)],
-            # A Unix socket only.
-            ["-o", f"-h '' -k {shlex.quote(str(sockets))} -c shared_buffers={buffers}MB"],
+            [
+                "-o",
+                f"-h '' -k {shlex.quote(str(sockets))}"  # a Unix socket only
+                f" -c shared_buffers={self.shared_buffers_mb}MB",
+            ],
             user=user,
             failed=f"the embedded PostgreSQL in {self.pgdata} did not start (see {log_file})",
         )
