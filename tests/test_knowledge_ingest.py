@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from agentic_rag.config import Settings
 from agentic_rag.ids import new_id
+from agentic_rag.knowledge.results import IngestSummary
 from agentic_rag.knowledge.service import KnowledgeService
 from tests.live import LiveServer, free_port, live_server, serve_in_thread, until_ready
 from tests.pdf_samples import scanned_pdf, text_pdf
@@ -317,6 +318,45 @@ async def test_a_600_page_pdf_streams_page_by_page_with_progress(
     assert len(rows) == summary.chunks == document.chunks
     assert all(row["text"] == logbook_entry(row["page"]) for row in rows)
     assert sorted(row["page"] for row in rows) == list(range(1, 601))
+
+
+async def test_a_resumed_job_counts_what_its_killed_run_stored_before_recording_it(
+    pool: asyncpg.Pool, data_dir: Path
+) -> None:
+    """A run killed after a document's write committed and before the job recorded it: the
+    resumed run finds the text unchanged, and still reports the document as the job's own."""
+    service = KnowledgeService(Settings(data_dir=data_dir), pool)
+    await service.start()
+
+    async def ingest(job_id: str) -> IngestSummary:
+        async def report(message: str) -> None:
+            pass
+
+        return await service.ingest_text(
+            "alpha",
+            job_id,
+            report,
+            text="# Gulls\n\nHerring gulls nest on roofs.",
+            title="gulls",
+            metadata={},
+        )
+
+    try:
+        job_id = new_id()
+        first = await ingest(job_id)
+        # What the kill leaves: the document stored, the job still running with no summary.
+        await pool.execute(
+            "UPDATE ingest_jobs SET state = 'running', summary = NULL WHERE id = $1", job_id
+        )
+        resumed = await ingest(job_id)
+        another = await ingest(new_id())
+    finally:
+        await service.stop()
+    assert first.documents[0].status == "created" and first.chunks > 0
+    assert (resumed.ingested, resumed.unchanged, resumed.chunks) == (1, 0, first.chunks)
+    assert resumed.documents[0].status == "created"
+    # Another job finds the same text unchanged: nothing of it is that job's work.
+    assert (another.ingested, another.unchanged, another.chunks) == (0, 1, 0)
 
 
 # -- a crawl killed in the middle -------------------------------------------------------

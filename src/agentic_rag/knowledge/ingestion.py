@@ -21,7 +21,14 @@ from agentic_rag.knowledge.documents import ExtractedDocument
 from agentic_rag.knowledge.embeddings import Embedder, Vectors
 from agentic_rag.knowledge.jobs import Job, JobStore
 from agentic_rag.knowledge.results import IngestedDocument, IngestSummary
-from agentic_rag.knowledge.store import KnowledgeStore, Space, WriteResult, content_hash
+from agentic_rag.knowledge.store import (
+    KnowledgeStore,
+    Space,
+    StoredDocument,
+    WriteResult,
+    WriteStatus,
+    content_hash,
+)
 from agentic_rag.skills import SkillError
 
 if TYPE_CHECKING:
@@ -166,6 +173,7 @@ class Ingestion:
         neither chunked nor embedded again."""
         tenant, source_id = run.tenant, run.summary.source_id
         existing = await self._store.find_document(tenant, source_id, document.uri)
+        summary = run.summary
         if existing is not None and existing.content_hash == content_hash(document.text):
             await self._store.set_validators(tenant, existing.id, etag, last_modified, links)
             result = WriteResult(existing.id, "unchanged", 0)
@@ -192,6 +200,8 @@ class Ingestion:
             await self._to_graph(
                 run, self.graph, result.document_id, document.uri, document.title, document.text
             )
+        if existing is not None and result.status == "unchanged":
+            result = self._written_before(run, existing) or result
         ingested = IngestedDocument(
             document_id=result.document_id,
             uri=document.uri,
@@ -200,7 +210,6 @@ class Ingestion:
             chunks=result.chunks,
             notes=document.notes,
         )
-        summary = run.summary
         summary.documents.append(ingested)
         if result.status == "unchanged":
             summary.unchanged += 1
@@ -208,6 +217,19 @@ class Ingestion:
             summary.ingested += 1
             summary.chunks += result.chunks
         return ingested
+
+    @staticmethod
+    def _written_before(run: JobRun, existing: StoredDocument) -> WriteResult | None:
+        """What an earlier run of this job wrote of `existing`, if it did: a run killed after
+        storing a page and before recording it finds the page unchanged when it resumes, and
+        the job's summary still counts it as the job's own."""
+        created_at = run.job.created_at
+        if existing.updated_at < created_at or any(
+            d.document_id == existing.id for d in run.summary.documents
+        ):
+            return None
+        status: WriteStatus = "created" if existing.created_at >= created_at else "updated"
+        return WriteResult(existing.id, status, existing.chunk_count)
 
     async def unchanged_unread(self, run: JobRun, document_id: str, uri: str) -> None:
         """A stored document found unchanged without reading it (HTTP 304, a sitemap's

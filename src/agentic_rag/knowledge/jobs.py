@@ -10,6 +10,7 @@ a second copy.
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -25,6 +26,7 @@ class Job:
     progress: dict[str, Any]
     summary: dict[str, Any] | None
     error: str | None
+    created_at: datetime
 
 
 def request_key(kind: str, arguments: dict[str, Any]) -> bytes:
@@ -184,7 +186,7 @@ class JobStore:
         return [dict(r) for r in rows]
 
 
-_COLUMNS = "id, kind, state, arguments, progress, summary, error"
+_COLUMNS = "id, kind, state, arguments, progress, summary, error, created_at"
 
 
 def _job(row: asyncpg.Record | None) -> Job:
@@ -197,6 +199,7 @@ def _job(row: asyncpg.Record | None) -> Job:
         progress=orjson.loads(row["progress"]),
         summary=orjson.loads(row["summary"]) if row["summary"] is not None else None,
         error=row["error"],
+        created_at=row["created_at"],
     )
 
 
