@@ -7,11 +7,13 @@ Loads knowledge_scale.py's chunks of one tenant once into an embedded PostgreSQL
 (limit 100, the default budget) and prints p50/p95/p99 of the second pass, the top-10 agreement
 with an unbounded search (budget 10^9, cached in bench/.work/knowledge/lexical-reference.json)
 and, for the slowest queries, each candidate query: its time, term sets and rows. Run with
-PYTHONPATH pointing at another checkout's src/ to compare two versions on the same data.
+PYTHONPATH pointing at another checkout's src/ to compare two versions on the same data, and
+with LEXPROF_DUMP=FILE to write every query's candidate queries to FILE as JSON.
 """
 
 import asyncio
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -83,23 +85,29 @@ async def main():
             await store.lexical("all", q, 100, Filters())
         out = []
         agree = []
+        first: list[float] = []  # the first pass (a cold cache), then the second
         for rep in range(2):
             for q in queries:
                 calls.clear()
                 t = time.perf_counter()
                 got = await store.lexical("all", q, 100, Filters())
                 total = (time.perf_counter() - t) * 1000
+                first.append(total)
                 if rep == 1:
                     out.append({"q": q, "ms": total, "calls": list(calls)})
                     if q in ref:
                         agree.append(len({c for c, _ in got[:10]} & set(ref[q])) / 10)
+        if dump := os.environ.get("LEXPROF_DUMP"):
+            await asyncio.to_thread(Path(dump).write_text, json.dumps(out))
         out.sort(key=lambda r: -r["ms"])
         ms = [r["ms"] for r in out]
         label = sys.argv[2] if len(sys.argv) > 2 else ""
         print(
             f"{label} p50 {np.percentile(ms, 50):.1f} p95 {np.percentile(ms, 95):.1f} "
             f"p99 {np.percentile(ms, 99):.1f} agreement@10 {np.mean(agree):.4f} "
-            f"(n {len(agree)}) calls/query {np.mean([len(r['calls']) for r in out]):.2f}",
+            f"(n {len(agree)}) calls/query {np.mean([len(r['calls']) for r in out]):.2f}; "
+            f"first pass p50 {np.percentile(first[: len(queries)], 50):.1f} "
+            f"p95 {np.percentile(first[: len(queries)], 95):.1f}",
             flush=True,
         )
         for r in out[:5]:

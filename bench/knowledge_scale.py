@@ -49,6 +49,7 @@ from agentic_rag.knowledge.store import (
     EXACT_SEARCH_MAX_CHUNKS,
     HNSW_EF_SEARCH,
     LEXICAL_CANDIDATES,
+    LEXICAL_POSTINGS,
     Filters,
     KnowledgeStore,
     Space,
@@ -61,6 +62,7 @@ from agentic_rag.storage.postgres import connect
 RESULTS = Path(__file__).resolve().parent / "results"
 # Chunks each leg hands to the fusion in hybrid_retrieve.
 LEXICAL_WIDTH = RetrievalConfig().candidates
+UNLIMITED = 10**12
 POOL_PAGES = 2600
 POOL_CHUNKS = 2_000
 TEXT_PAGES = 800
@@ -641,12 +643,20 @@ async def run_queries(
             4,
         )
 
-    for budget in sorted({750, 1500, 3000, LEXICAL_CANDIDATES}):
+    # The defaults first (the coldest pass), then the budgets around them; "unlimited postings"
+    # is the plan without bm25.affordable, as before it (with 750 chunks: the old defaults).
+    variants = [(LEXICAL_CANDIDATES, LEXICAL_POSTINGS, "default")]
+    variants += [(b, LEXICAL_POSTINGS, "") for b in (1000, 3000)]
+    variants += [(b, UNLIMITED, "unlimited_postings") for b in (750, LEXICAL_CANDIDATES)]
+    for budget, postings, label in variants:
         stats, results = await measure(
             lq,
-            lambda q, b=budget: store.lexical(tenant.name, q, LEXICAL_WIDTH, none, budget=b),
+            lambda q, b=budget, p=postings: store.lexical(
+                tenant.name, q, LEXICAL_WIDTH, none, budget=b, postings=p
+            ),
         )
-        lexical[f"budget{budget}" + ("_default" if budget == LEXICAL_CANDIDATES else "")] = {
+        name = f"budget{budget}" + (f"_{label}" if label else "")
+        lexical[name] = {
             **stats,
             "agreement_at_10_with_unbounded": agreement(results, 10),
             "agreement_at_30_with_unbounded": agreement(results, 30),

@@ -93,6 +93,46 @@ async def test_a_spent_budget_keeps_the_best_of_what_was_scored(
         assert score == pytest.approx(everything[chunk], rel=1e-6)
 
 
+async def test_a_spent_postings_budget_asks_only_the_cheapest_term_set(
+    store: KnowledgeStore, pool: asyncpg.Pool
+) -> None:
+    await _write(store, "acme", _corpus(5, 1200))
+    query = " ".join(VOCABULARY[10:16])
+    everything = dict(await _reference(pool, "acme", query))
+    df = {
+        word: await pool.fetchval(
+            "SELECT df FROM lexicon WHERE tenant = 'acme' AND lexeme = $1", word
+        )
+        for word in query.split()
+    }
+    rarest = min(df, key=lambda word: (df[word], word))
+    holding = {
+        r["id"]
+        for r in await pool.fetch(
+            "SELECT id FROM chunks WHERE tenant = 'acme' AND tsv @@ to_tsquery('simple', $1)",
+            rarest,
+        )
+    }
+    top = [c for c, _ in (await store.lexical("acme", query, 10, Filters()))]
+    got = await store.lexical("acme", query, 10, Filters(), postings=1)
+    # Unbounded, the top holds chunks without the rarest word; one posting allowed, the plan
+    # asks one term set, the cheapest: the rarest word's, with others.
+    assert not set(top) <= holding
+    assert got and {c for c, _ in got} <= holding
+    assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+    for chunk, score in got:
+        assert score == pytest.approx(everything[chunk], rel=1e-6)
+
+
+def test_a_plan_within_a_postings_budget_takes_the_cheapest_term_sets_first() -> None:
+    a, b, c, d = (bm25.Term(w, df, 1.0) for w, df in [("a", 10), ("b", 40), ("c", 70), ("d", 90)])
+    sets = [(c, d), (b, c), (a, d), (a, b)]  # a set costs the postings of its rarest term
+    assert bm25.affordable(sets, 10**6) == ([(a, d), (a, b), (b, c), (c, d)], True)
+    assert bm25.affordable(sets, 60) == ([(a, d), (a, b), (b, c)], False)
+    # The cheapest set is asked whatever it costs: a search always has candidates.
+    assert bm25.affordable(sets, 1) == ([(a, d)], False)
+
+
 def test_the_term_sets_asked_are_the_smallest_that_reach_the_threshold() -> None:
     rare, mid, common = (
         bm25.Term(w, df, idf) for w, df, idf in [("r", 1, 4.0), ("m", 5, 2.0), ("c", 50, 1.0)]

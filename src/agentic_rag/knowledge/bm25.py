@@ -6,6 +6,11 @@ tf-part stays below `k1 + 1` whatever the chunk. So a chunk holding the terms S 
 a chunk can enter the top `k` only if its terms reach a bound of θ: the smallest such term sets,
 asked of the index as conjunctions ("famili AND remov"), find every chunk that can, and no
 chunk that holds only frequent words. The store runs that plan (KnowledgeStore.lexical).
+
+The index answers a term set by reading the postings of its rarest term and skipping through
+the others' to those chunks, so a set costs about the document frequency of its rarest term
+(12-16 ms per 100,000 postings at a million chunks: bench/results/knowledge-scale-findings.md).
+A plan within a budget of postings asks the cheapest sets first and leaves out the rest.
 """
 
 import itertools
@@ -54,6 +59,26 @@ def reaching(terms: Sequence[Term], threshold: float) -> list[tuple[Term, ...]]:
             ):
                 found.append(subset)
     return found
+
+
+def affordable(
+    sets: Sequence[tuple[Term, ...]], postings: int
+) -> tuple[list[tuple[Term, ...]], bool]:
+    """The cheapest of `sets` whose postings add up to at most `postings` (the cheapest one
+    whatever it costs), and whether that is all of them."""
+    chosen: list[tuple[Term, ...]] = []
+    spent = 0
+    for terms in sorted(sets, key=cost):
+        if chosen and spent + cost(terms) > postings:
+            return chosen, False
+        chosen.append(terms)
+        spent += cost(terms)
+    return chosen, True
+
+
+def cost(terms: Sequence[Term]) -> int:
+    """The postings the index reads to find the chunks holding every one of `terms`."""
+    return min(t.df for t in terms)
 
 
 def opening_threshold(terms: Sequence[Term], chunks: int, wanted: int) -> float:

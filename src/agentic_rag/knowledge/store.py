@@ -40,8 +40,12 @@ HNSW_EF_SEARCH = 400
 Connection = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 # Chunks the lexical leg scores at most, and the top it keeps exact within them
 # (bench/results/knowledge-scale.md measures both against unbounded BM25).
-LEXICAL_CANDIDATES = 750
+LEXICAL_CANDIDATES = 2000
 LEXICAL_EXACT_TOP = 30
+# The postings the lexical leg's candidate queries read at most per round (bm25.affordable);
+# with it, 2,000 chunks scored agree better with unbounded BM25 than 750 did without it, in
+# half the p95 (bench/results/knowledge-scale-findings.md, finding 3).
+LEXICAL_POSTINGS = 30_000
 
 
 class UnknownSpace(RuntimeError):
@@ -611,6 +615,7 @@ class KnowledgeStore:
         filters: Filters,
         *,
         budget: int = LEXICAL_CANDIDATES,
+        postings: int = LEXICAL_POSTINGS,
     ) -> list[tuple[int, float]]:
         """(chunk id, BM25 score) of the `limit` best chunks for `query`, best first.
 
@@ -618,10 +623,10 @@ class KnowledgeStore:
         tenant's lexicon. Chunks are scored in at most two rounds (bm25.py says why this finds
         the best ones): first those holding the term sets that only a few chunks hold, then,
         if the top `LEXICAL_EXACT_TOP` could still change, every chunk whose terms can reach
-        the score of the last of them. At most `budget` chunks are scored: within it the top
+        the score of the last of them. At most `budget` chunks are scored, and a round's
+        candidate query reads about `postings` postings at most: within both the top
         `LEXICAL_EXACT_TOP` are exactly BM25's (for queries of up to bm25.PLANNED_TERMS terms);
-        past it (long queries of frequent words on
-        large tenants), the best of those scored.
+        past either (queries of frequent words on large tenants), the best of those scored.
         """
         async with self._pool.acquire() as conn:
             found = await conn.fetch(
@@ -646,7 +651,7 @@ class KnowledgeStore:
             threshold = bm25.opening_threshold(planned, chunks, 2 * exact_top)
             scored: dict[int, float] = {}
             for _ in range(2):
-                clauses = bm25.reaching(planned, threshold)
+                clauses, complete = bm25.affordable(bm25.reaching(planned, threshold), postings)
                 room = budget - len(scored)
                 rows = await self._lexical_candidates(
                     conn, tenant, clauses, list(idf), filters, list(scored), room
@@ -655,8 +660,8 @@ class KnowledgeStore:
                     scored[r["id"]] = bm25.score(
                         bm25.term_frequencies(r["terms"]), idf, r["term_count"], average
                     )
-                if len(rows) >= room:
-                    break  # the budget is spent: the best of those scored
+                if len(rows) >= room or not complete:
+                    break  # a budget is spent: the best of those scored
                 ranked = sorted(scored.values(), reverse=True)
                 last = ranked[exact_top - 1] if len(ranked) >= exact_top else 0.0
                 if last >= threshold:
