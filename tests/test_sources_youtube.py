@@ -14,10 +14,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
+from pydantic import ValidationError
 from requests.adapters import BaseAdapter
 from requests.structures import CaseInsensitiveDict
 from youtube_transcript_api.proxies import GenericProxyConfig
 
+from agentic_rag.config import Settings
 from agentic_rag.knowledge.sources.youtube import (
     CaptionsDisabledError,
     CaptionsFormatError,
@@ -26,6 +28,7 @@ from agentic_rag.knowledge.sources.youtube import (
     RequestBlockedError,
     VideoUnavailableError,
     YouTubeTranscripts,
+    load_cookies,
     parse_captions,
     video_id,
 )
@@ -192,6 +195,43 @@ def test_every_request_goes_through_the_configured_proxy() -> None:
     assert len(youtube.sent) == 3  # watch page, player, captions
     for _, kwargs in youtube.sent:
         assert kwargs["proxies"]["https"] == "http://user:pass@proxy.internal:3128"
+
+
+COOKIES = """# Netscape HTTP Cookie File
+.youtube.com\tTRUE\t/\tTRUE\t0\tSID\tsigned-in-session
+.youtube.com\tTRUE\t/\tTRUE\t2000000000\tPREF\thl=en
+.example.com\tTRUE\t/\tTRUE\t0\tOTHER\tnot-for-youtube
+"""
+
+
+def test_cookies_from_a_netscape_file_go_with_every_request_to_youtube(tmp_path: Path) -> None:
+    path = tmp_path / "cookies.txt"
+    path.write_text(COOKIES)
+    youtube = RecordedYouTube()
+    YouTubeTranscripts(cookies=load_cookies(path), transport=youtube).fetch(OK)
+    assert len(youtube.sent) == 3
+    for request, _ in youtube.sent:
+        sent = dict(pair.split("=", 1) for pair in request.headers["Cookie"].split("; "))
+        assert sent["SID"] == "signed-in-session" and sent["PREF"] == "hl=en"
+        assert "OTHER" not in sent  # another domain's cookie stays home
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("SID=abc; PREF=hl=en\n", "is not a Netscape cookies file"),
+        (None, "cannot read the cookies file"),
+    ],
+)
+def test_a_cookies_setting_that_names_no_cookies_file_is_refused(
+    tmp_path: Path, text: str | None, message: str
+) -> None:
+    path = tmp_path / "cookies.txt"
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(ValidationError) as refused:
+        Settings(youtube_cookies_file=path)
+    assert str(path) in str(refused.value) and message in str(refused.value)
 
 
 async def test_async_fetch() -> None:

@@ -347,6 +347,15 @@ class Settings(BaseSettings):
             raise ValueError(f"upstream MCP servers need distinct names, not {names}")
         return value
 
+    @field_validator("youtube_cookies_file")
+    @classmethod
+    def _cookies_load(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            from agentic_rag.knowledge.sources.youtube import load_cookies  # only when set
+
+            load_cookies(value)
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lowercase_level(cls, value: object) -> object:

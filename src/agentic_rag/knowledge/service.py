@@ -58,6 +58,7 @@ from agentic_rag.knowledge.sources.youtube import (
     InvalidVideoURLError,
     TranscriptError,
     YouTubeTranscripts,
+    load_cookies,
     parse_captions,
     video_id,
     watch_url,
@@ -148,8 +149,11 @@ class KnowledgeService:
             if settings.youtube_proxy_url
             else None
         )
+        cookies = settings.youtube_cookies_file
         self.youtube = YouTubeTranscripts(
-            proxy_config=proxy, timeout_seconds=settings.ingest_timeout_seconds
+            proxy_config=proxy,
+            cookies=load_cookies(cookies) if cookies else None,
+            timeout_seconds=settings.ingest_timeout_seconds,
         )
         self.ingestion = Ingestion(self.store, self.jobs, embedder, chunker, self.space)
 
