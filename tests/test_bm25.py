@@ -4,8 +4,10 @@ The store scores only the chunks its plan asks the index for (knowledge/bm25.py)
 compute BM25 over all of the tenant's chunks, independently, and compare.
 """
 
+import asyncio
 import math
 import random
+from collections.abc import Callable
 
 import asyncpg
 import numpy as np
@@ -14,6 +16,7 @@ import pytest
 from agentic_rag.knowledge import bm25
 from agentic_rag.knowledge.documents import Chunk, ExtractedDocument, Section
 from agentic_rag.knowledge.store import LEXICAL_EXACT_TOP, Filters, KnowledgeStore
+from agentic_rag.storage.postgres import connect
 
 # Words of every frequency: a few in most chunks, most in a few (Zipf-like).
 VOCABULARY = [f"w{i:03d}x" for i in range(300)]
@@ -122,6 +125,46 @@ async def test_a_spent_postings_budget_asks_only_the_cheapest_term_set(
     assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
     for chunk, score in got:
         assert score == pytest.approx(everything[chunk], rel=1e-6)
+
+
+async def test_searches_ask_the_lexical_index_before_statistics_exist(
+    database_url: str, pool: asyncpg.Pool
+) -> None:
+    """Right after an ingestion the table has no statistics yet; a plan made then could walk
+    the tenant's rows computing every row's keys (seconds) instead of asking the index."""
+    await pool.execute("ALTER TABLE chunks SET (autovacuum_enabled = false)")
+
+    async def counters() -> dict[str, int]:
+        """Rows read from chunks by each index and by sequential scans; rows inserted."""
+        rows = await pool.fetch(
+            "SELECT indexrelname, idx_tup_read FROM pg_stat_user_indexes WHERE relname = "
+            "'chunks' UNION ALL SELECT 'sequential', seq_tup_read FROM pg_stat_user_tables "
+            "WHERE relname = 'chunks' UNION ALL SELECT 'inserted', n_tup_ins "
+            "FROM pg_stat_user_tables WHERE relname = 'chunks'"
+        )
+        return {r[0]: int(r[1]) for r in rows}
+
+    async def once(reached: Callable[[dict[str, int]], bool]) -> dict[str, int]:
+        """The counters once a closed backend's statistics have landed (within moments)."""
+        for _ in range(150):
+            if reached(found := await counters()):
+                return found
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"statistics did not arrive: {found}")
+
+    writer = await connect(database_url, size=1)
+    await _write(KnowledgeStore(writer), "acme", _corpus(6, 3000))
+    await writer.close()
+    before = await once(lambda c: c["inserted"] == 3000)
+    assert await pool.fetchval("SELECT count(*) FROM pg_stats WHERE tablename = 'chunks'") == 0
+
+    searcher = await connect(database_url, size=1)
+    for _ in range(10):  # past the 5 runs after which PostgreSQL may choose a generic plan
+        await KnowledgeStore(searcher).lexical("acme", " ".join(VOCABULARY[20:23]), 10, Filters())
+    await searcher.close()
+    after = await once(lambda c: c != before)
+    read = {name: after[name] - before[name] for name in after if after[name] != before[name]}
+    assert list(read) == ["chunks_lexical_keys"], read
 
 
 def test_a_plan_within_a_postings_budget_takes_the_cheapest_term_sets_first() -> None:

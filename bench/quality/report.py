@@ -5,6 +5,8 @@ from typing import Any
 
 import metrics
 
+from agentic_rag.knowledge.store import EXACT_SEARCH_MAX_CHUNKS, HNSW_EF_SEARCH
+
 DENSE, LEXICAL = "dense", "lexical"
 HNSW = "dense, HNSW path"
 EXACT_OURS = "dense, exact numpy over our vectors"
@@ -240,8 +242,9 @@ def markdown(results: dict[str, Any]) -> str:
     lines += [
         "",
         f"`dense` is KnowledgeStore.dense as this tenant gets it (exact scan: at most "
-        f"20,000 chunks). `dense, HNSW path` forces the HNSW index (ef_search 100, iterative "
-        f"scan): it finds {check['hnsw_overlap_at_10_with_exact']:.3f} of the exact top 10 "
+        f"{EXACT_SEARCH_MAX_CHUNKS:,} chunks). `dense, HNSW path` forces the HNSW index "
+        f"(ef_search {HNSW_EF_SEARCH}, iterative scan): it finds "
+        f"{check['hnsw_overlap_at_10_with_exact']:.3f} of the exact top 10 "
         "chunks. `exact numpy` is a brute-force search over the vectors we stored "
         f"(overlap with `dense`: {check['exact_numpy_overlap_at_10_with_dense']:.3f}).",
     ]

@@ -250,7 +250,6 @@ async def retrieve(
     store: KnowledgeStore,
     space: Space,
     query_vectors: np.ndarray,
-    config: RetrievalConfig,
 ) -> tuple[list[Ranked], list[Ranked]]:
     """Each query through the product's dense and lexical legs (DEPTH hits each)."""
     dense_lists: list[Ranked] = []
@@ -260,9 +259,7 @@ async def retrieve(
     for query, vector in zip(run.queries, query_vectors, strict=True):
         dense = await timed(
             run.latency_ms["dense"],
-            lambda v=vector: store.dense(
-                TENANT, space, v, DEPTH, Filters(), ef_search=config.ef_search
-            ),
+            lambda v=vector: store.dense(TENANT, space, v, DEPTH, Filters()),
         )
         lexical = await timed(
             run.latency_ms["lexical"],
@@ -275,9 +272,7 @@ async def retrieve(
     return dense_lists, lexical_lists
 
 
-async def retrieve_hnsw(
-    run: Run, dsn: str, space: Space, query_vectors: np.ndarray, config: RetrievalConfig
-) -> bool:
+async def retrieve_hnsw(run: Run, dsn: str, space: Space, query_vectors: np.ndarray) -> bool:
     """The dense leg through the HNSW index, as a tenant above the exact-scan threshold gets
     it. At this size the planner may prefer a scan and a sort (exact), so this pool forbids
     both; returns whether the plan reads the HNSW index."""
@@ -298,16 +293,14 @@ async def retrieve_hnsw(
         for vector in query_vectors:
             hits = await timed(
                 run.latency_ms[name],
-                lambda v=vector: store.dense(
-                    TENANT, space, v, DEPTH, Filters(), ef_search=config.ef_search
-                ),
+                lambda v=vector: store.dense(TENANT, space, v, DEPTH, Filters()),
             )
             run.ranked[name].append([c for c, _ in hits])
         # The plan of the product's statement (store.dense) on this pool.
         plan = await pool.fetch(
-            f"EXPLAIN SELECT e.chunk_id FROM chunk_embeddings e WHERE e.space = $1 "
-            f"AND e.tenant = $2 ORDER BY e.embedding::{space.vector_type} <=> $3 LIMIT $4",
-            space.id,
+            f"EXPLAIN SELECT e.chunk_id FROM chunk_embeddings e WHERE e.space = {space.id} "
+            f"AND e.tenant = $1 ORDER BY e.embedding::{space.index_type} "
+            f"<=> $2::{space.vector_type}::{space.index_type} LIMIT $3",
             TENANT,
             query_vectors[0],
             DEPTH,
@@ -546,8 +539,8 @@ async def main(args: argparse.Namespace) -> None:
             log(f"{len(queries)} queries: dense, lexical, HNSW")
             t = time.perf_counter()
             query_vectors = await embedder.embed([q.text for q in queries])
-            dense_lists, lexical_lists = await retrieve(run, store, space, query_vectors, config)
-            hnsw_index = await retrieve_hnsw(run, dsn, space, query_vectors, config)
+            dense_lists, lexical_lists = await retrieve(run, store, space, query_vectors)
+            hnsw_index = await retrieve_hnsw(run, dsn, space, query_vectors)
             timings["retrieve_s"] = time.perf_counter() - t
             run.ranked["dense, exact numpy over our vectors"] = exact_top(
                 indexed.vectors, query_vectors, indexed.chunk_ids
