@@ -628,11 +628,7 @@ class KnowledgeStore:
         `LEXICAL_EXACT_TOP` are exactly BM25's (for queries of up to bm25.PLANNED_TERMS terms);
         past either (queries of frequent words on large tenants), the best of those scored.
         """
-        async with self._pool.acquire() as conn, conn.transaction():
-            # A generic plan cannot see which keys a query asks (their postings differ by
-            # orders of magnitude): on a 7,500-chunk tenant without statistics yet, p95 1.5 s
-            # with generic plans, 10 ms with plans made for each query.
-            await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+        async with self._pool.acquire() as conn:
             found = await conn.fetch(
                 "SELECT q.lexeme, coalesce(l.df, 0) AS df "
                 f"FROM unnest({_lexemes('$2')}) q "
