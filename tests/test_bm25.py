@@ -65,6 +65,15 @@ async def _reference(pool: asyncpg.Pool, tenant: str, query: str) -> list[tuple[
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
+def _assert_true_scores_best_first(
+    got: list[tuple[int, float]], everything: dict[int, float]
+) -> None:
+    """Real scores of real matches (BM25 over every chunk, `_reference`), best first."""
+    assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+    for chunk, score in got:
+        assert score == pytest.approx(everything[chunk], rel=1e-6)
+
+
 @pytest.fixture
 async def store(pool: asyncpg.Pool) -> KnowledgeStore:
     return KnowledgeStore(pool)
@@ -90,10 +99,7 @@ async def test_a_spent_budget_keeps_the_best_of_what_was_scored(
     everything = dict(await _reference(pool, "acme", query))
     got = await store.lexical("acme", query, 10, Filters(), budget=50)
     assert len(got) == 10
-    # Real scores of real matches, best first, though not necessarily the overall best.
-    assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
-    for chunk, score in got:
-        assert score == pytest.approx(everything[chunk], rel=1e-6)
+    _assert_true_scores_best_first(got, everything)  # though not necessarily the overall best
 
 
 async def test_a_spent_postings_budget_asks_only_the_cheapest_term_set(
@@ -122,9 +128,7 @@ async def test_a_spent_postings_budget_asks_only_the_cheapest_term_set(
     # asks one term set, the cheapest: the rarest word's, with others.
     assert not set(top) <= holding
     assert got and {c for c, _ in got} <= holding
-    assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
-    for chunk, score in got:
-        assert score == pytest.approx(everything[chunk], rel=1e-6)
+    _assert_true_scores_best_first(got, everything)
 
 
 async def test_searches_ask_the_lexical_index_before_statistics_exist(
