@@ -173,7 +173,6 @@ class Ingestion:
         neither chunked nor embedded again."""
         tenant, source_id = run.tenant, run.summary.source_id
         existing = await self._store.find_document(tenant, source_id, document.uri)
-        summary = run.summary
         if existing is not None and existing.content_hash == content_hash(document.text):
             await self._store.set_validators(tenant, existing.id, etag, last_modified, links)
             result = WriteResult(existing.id, "unchanged", 0)
@@ -210,6 +209,7 @@ class Ingestion:
             chunks=result.chunks,
             notes=document.notes,
         )
+        summary = run.summary
         summary.documents.append(ingested)
         if result.status == "unchanged":
             summary.unchanged += 1
