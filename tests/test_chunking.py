@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentic_rag.knowledge.chunking import Chunker, embedding_text, offset_after
+from agentic_rag.knowledge.chunking import (
+    TITLE_WORDS,
+    Chunker,
+    embedding_text,
+    offset_after,
+    titled_prefix,
+)
 from agentic_rag.knowledge.documents import SECTION_SEPARATOR, Chunk, Section
 from agentic_rag.knowledge.embeddings import TokenCounter
 
@@ -193,6 +199,49 @@ def test_a_long_document_chunked_batch_by_batch_is_chunked_as_a_whole() -> None:
         assert_sound(sections, together)
 
 
+def test_every_chunk_is_embedded_after_its_documents_title() -> None:
+    sections = guide()
+    title = "Write-Ahead Logging"
+    plain, titled = chunker.chunk(sections), chunker.chunk(sections, title=title)
+    assert_sound(sections, titled)
+    assert titled[1].embedding_prefix == "Write-Ahead Logging\nGuide > Install\n"
+    for chunk in titled:
+        assert embedding_text(chunk) == chunk.embedding_prefix + chunk.text
+        assert chunk.embedding_prefix.startswith(title + "\n")
+    # The title changes what the embedder reads, never the spans' text.
+    assert [c.text for c in titled][:2] == [c.text for c in plain][:2]
+    # Without headings, the title alone comes first.
+    rng = random.Random(6)
+    pages = [Section(prose(rng, 3), "page", page=n) for n in (1, 2)]
+    assert [embedding_text(c) for c in chunker.chunk(pages, title=title)] == [
+        f"{title}\n{p.text}" for p in pages
+    ]
+
+
+def test_a_title_that_is_the_outermost_heading_is_not_repeated() -> None:
+    chunks = chunker.chunk(guide(), title=" Guide ")
+    assert chunks[1].embedding_prefix == "Guide > Install\n"
+
+
+def test_a_long_title_is_cut_to_its_first_words() -> None:
+    title = " ".join(f"word{i}" for i in range(40))
+    (chunk,) = chunker.chunk([Section("some text", "paragraph")], title=title)
+    assert chunk.embedding_prefix == " ".join(title.split()[:TITLE_WORDS]) + "\n"
+    assert chunk.token_count == count(embedding_text(chunk))
+
+
+def test_a_chunk_stored_without_its_title_gets_it_when_it_still_fits() -> None:
+    short = "a short passage"
+    assert titled_prefix("WAL", ("Intro",), "Intro\n", short, count, 256) == "WAL\nIntro\n"
+    # Idempotent, and never the outermost heading twice.
+    assert titled_prefix("WAL", ("Intro",), "WAL\nIntro\n", short, count, 256) == "WAL\nIntro\n"
+    assert titled_prefix("Intro", ("Intro",), "Intro\n", short, count, 256) == "Intro\n"
+    # A chunk cut to the limit without a title keeps its prefix: nothing of its text is lost.
+    full = "word " * 253
+    assert count("Intro\n" + full) <= 256 < count("WAL\nIntro\n" + full)
+    assert titled_prefix("WAL", ("Intro",), "Intro\n", full, count, 256) == "Intro\n"
+
+
 def test_limits_that_leave_no_room_for_text_are_refused() -> None:
     with pytest.raises(ValueError, match="fewer than 16 tokens"):
         Chunker(count, max_tokens=10)
@@ -220,10 +269,11 @@ SECTIONS = st.builds(
 @given(
     sections=st.lists(SECTIONS, max_size=12),
     limits=st.sampled_from([(24, 0), (48, 8), (256, 32)]),
+    title=st.sampled_from(["", "A", "Title", "long title " * 20]),
 )
 def test_any_sections_give_exact_chunks_within_the_limit(
-    sections: list[Section], limits: tuple[int, int]
+    sections: list[Section], limits: tuple[int, int], title: str
 ) -> None:
     max_tokens, overlap = limits
-    chunks = Chunker(count, max_tokens, overlap).chunk(sections)
+    chunks = Chunker(count, max_tokens, overlap).chunk(sections, title=title)
     assert_sound(sections, chunks, limit=max_tokens)

@@ -9,8 +9,14 @@ word boundaries, in that order of preference), and consecutive pieces share abou
 `overlap_tokens`.
 
 `Chunk.text` is exactly the document's text over the chunk's span. What the embedder reads is
-`embedding_text(chunk)`: the heading path ("Install > Linux") and, for the later pieces of a
-split table, its header row, before the text. The limit counts that prefix too.
+`embedding_text(chunk)`: the document's title, the heading path ("Install > Linux") and, for the
+later pieces of a split table, its header row, before the text. The limit counts that prefix too.
+The title is left out when the heading path starts with it: a passage whose headings do not
+name its subject (a page without heading structure, a PDF) is read knowing what it is a passage
+of (docs/knowledge.md, Retrieval > Dense).
+
+Stores record which of these recipes their vectors were made with (`EMBEDDING_RECIPE`): vectors
+of another recipe are not mixed with these; `agentic-rag reembed` re-embeds them.
 """
 
 import functools
@@ -27,11 +33,42 @@ TokenCounter = Callable[[str], int]
 
 # A markdown table's delimiter row: | --- | :---: |
 _DELIMITER_ROW = re.compile(r"\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?")
+EMBEDDING_RECIPE = "title+headings"
+"""What `embedding_text` puts before a chunk's text; "headings" before the title was added."""
+TITLE_WORDS = 16
+"""A title longer than this is cut: a title line is a hint of the topic, not content."""
 
 
 def embedding_text(chunk: Chunk) -> str:
     """What the embedder reads for `chunk`."""
     return chunk.embedding_prefix + chunk.text
+
+
+def title_line(title: str, heading_path: Sequence[str]) -> str:
+    """The first line of a chunk's embedding prefix: the document's title (its first
+    TITLE_WORDS words), or nothing when the title is empty or is the outermost heading."""
+    words = title.split()
+    if not words or (heading_path and heading_path[0].split() == words):
+        return ""
+    return " ".join(words[:TITLE_WORDS]) + "\n"
+
+
+def titled_prefix(
+    title: str,
+    heading_path: Sequence[str],
+    prefix: str,
+    text: str,
+    count_tokens: TokenCounter,
+    max_tokens: int,
+) -> str:
+    """The prefix under EMBEDDING_RECIPE of a chunk stored with `prefix` by an older recipe
+    (headings only): the title line first when the whole still fits in `max_tokens` (the
+    chunk was cut without it), else `prefix` as it is. Idempotent: a prefix that already
+    starts with the title line is returned unchanged."""
+    line = title_line(title, heading_path)
+    if not line or prefix.startswith(line):
+        return prefix
+    return line + prefix if count_tokens(line + prefix + text) <= max_tokens else prefix
 
 
 def offset_after(sections: Sequence[Section], start_offset: int = 0) -> int:
@@ -71,10 +108,16 @@ class Chunker:
         self._prefix_budget = budget // 4
 
     def chunk(
-        self, sections: Sequence[Section], *, start_offset: int = 0, first_position: int = 0
+        self,
+        sections: Sequence[Section],
+        *,
+        title: str = "",
+        start_offset: int = 0,
+        first_position: int = 0,
     ) -> list[Chunk]:
-        """The chunks of `sections`, whose first section starts at `start_offset` in the
-        document's text; positions count from `first_position`.
+        """The chunks of `sections` of the document titled `title`, whose first section
+        starts at `start_offset` in the document's text; positions count from
+        `first_position`.
 
         A long document can be chunked batch by batch (`offset_after` gives the next batch's
         offset) with the same result as at once, when batches end where a chunk ends anyway:
@@ -89,15 +132,15 @@ class Chunker:
             offset += len(section.text) + len(SECTION_SEPARATOR)
         chunks: list[Chunk] = []
         for group in _groups(placed):
-            for piece in self._pack(text, group):
+            for piece in self._pack(text, group, title):
                 chunks.append(piece.at(start_offset, first_position + len(chunks), self._count))
         return chunks
 
-    def _pack(self, text: str, group: list[_Placed]) -> list["_Piece"]:
+    def _pack(self, text: str, group: list[_Placed], title: str) -> list["_Piece"]:
         """Consecutive sections of one group together up to the limit; a section too long
         for a chunk is split (with the headings just before it, so they do not stand alone)."""
         path = group[-1].section.heading_path
-        prefix = self._heading_prefix(path)
+        prefix = self._heading_prefix(title_line(title, path), path)
         pieces: list[_Piece] = []
         pack: list[_Placed] = []
         for placed in group:
@@ -203,13 +246,14 @@ class Chunker:
     def _tokens(self, text: str) -> int:
         return self._count(text) - self._overhead
 
-    def _heading_prefix(self, path: tuple[str, ...]) -> str:
-        """ "Install > Linux\n", without the outermost headings if it is too long."""
-        for i in range(len(path)):
-            prefix = " > ".join(path[i:]) + "\n"
+    def _heading_prefix(self, title: str, path: tuple[str, ...]) -> str:
+        """ "Guide\nInstall > Linux\n" (`title` and the path), without the outermost headings
+        if it is too long, and without the title if even that is too long."""
+        for i in range(len(path) + 1):
+            prefix = title + (" > ".join(path[i:]) + "\n" if path[i:] else "")
             if self._tokens(prefix) <= self._prefix_budget:
                 return prefix
-        return ""
+        return self._heading_prefix("", path) if title else ""
 
     def _table_header(self, section: Section) -> str:
         """A table's header row (and markdown delimiter row), with its newline, when there

@@ -177,7 +177,9 @@ class Ingestion:
             await self._store.set_validators(tenant, existing.id, etag, last_modified, links)
             result = WriteResult(existing.id, "unchanged", 0)
         else:
-            chunks = await asyncio.to_thread(self._chunker.chunk, document.sections)
+            chunks = await asyncio.to_thread(
+                self._chunker.chunk, document.sections, title=document.title
+            )
             if not chunks:
                 raise SkillError(f"{document.uri}: no text to index")
             vectors = await self._embed(run, document.uri, [embedding_text(c) for c in chunks])

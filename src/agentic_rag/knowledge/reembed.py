@@ -1,16 +1,21 @@
-"""Re-embedding the whole store with another model (`agentic-rag reembed`).
+"""Re-embedding the whole store with another model or recipe (`agentic-rag reembed`).
 
-The new model's vectors fill a new embedding space while servers keep searching the old one;
-when every chunk has a vector, one transaction makes the new space the active one and drops the
-old. Interrupted, it resumes where it stopped: chunks that already have a vector in the new
-space are not embedded again.
+The new vectors fill a new embedding space while servers keep searching the old one; when every
+chunk has a vector, one transaction makes the new space the active one and drops the old.
+Interrupted, it resumes where it stopped: chunks that already have a vector in the new space are
+not embedded again.
+
+The embedder reads each chunk as the current recipe (chunking.EMBEDDING_RECIPE) makes it: a
+chunk stored by an older recipe gets its document's title before its prefix when the whole
+still fits the model (chunking.titled_prefix).
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agentic_rag.knowledge.chunking import EMBEDDING_RECIPE, titled_prefix
 from agentic_rag.knowledge.embeddings import Embedder
-from agentic_rag.knowledge.store import KnowledgeStore, Space
+from agentic_rag.knowledge.store import ChunkToEmbed, KnowledgeStore, Space
 
 BATCH = 256
 
@@ -30,9 +35,10 @@ async def reembed(
 ) -> Space:
     """Embed every chunk with `embedder` into a new space, then switch searches to it."""
     active = await store.active_space()
-    if active is not None and (active.model, active.dimension) == (
+    if active is not None and (active.model, active.dimension, active.recipe) == (
         embedder.name,
         embedder.dimension,
+        EMBEDDING_RECIPE,
     ):
         space = active  # same model: only fill what is missing (chunks written meanwhile)
     else:
@@ -44,9 +50,9 @@ async def reembed(
         nonlocal done
         after = 0
         while rows := await store.chunks_to_embed(space, after, batch):
-            vectors = await embedder.embed([text for _, text in rows])
-            await store.add_embeddings(space, [chunk_id for chunk_id, _ in rows], vectors)
-            after = rows[-1][0]
+            vectors = await embedder.embed([embedding_input(row, embedder) for row in rows])
+            await store.add_embeddings(space, [row.chunk_id for row in rows], vectors)
+            after = rows[-1].chunk_id
             done += len(rows)
             report(ReembedProgress(done, max(total, done)))
 
@@ -56,3 +62,16 @@ async def reembed(
         # Chunks written with the old model between the last batch and the switch.
         await fill()
     return space
+
+
+def embedding_input(chunk: ChunkToEmbed, embedder: Embedder) -> str:
+    """What `embedder` reads of a stored chunk under the current recipe."""
+    prefix = titled_prefix(
+        chunk.title,
+        chunk.heading_path,
+        chunk.prefix,
+        chunk.text,
+        embedder.count_tokens,
+        embedder.max_tokens,
+    )
+    return prefix + chunk.text

@@ -17,6 +17,7 @@ import orjson
 
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge import bm25
+from agentic_rag.knowledge.chunking import EMBEDDING_RECIPE
 from agentic_rag.knowledge.documents import Chunk, ExtractedDocument
 from agentic_rag.knowledge.errors import EmbeddingModelMismatch
 
@@ -58,6 +59,8 @@ class Space:
     model: str
     dimension: int
     state: str
+    recipe: str
+    """Which text of a chunk its vectors were made from (chunking.EMBEDDING_RECIPE)."""
 
     @property
     def vector_type(self) -> str:
@@ -163,6 +166,18 @@ class WriteResult:
     chunks: int
 
 
+@dataclass(frozen=True)
+class ChunkToEmbed:
+    """A stored chunk as a re-embedding reads it: its prefix as it was embedded when it was
+    written, and what makes the prefix of the current recipe (chunking.titled_prefix)."""
+
+    chunk_id: int
+    title: str
+    heading_path: tuple[str, ...]
+    prefix: str
+    text: str
+
+
 def content_hash(text: str) -> bytes:
     return hashlib.sha256(text.encode()).digest()
 
@@ -178,19 +193,20 @@ class KnowledgeStore:
 
     async def active_space(self) -> Space | None:
         row = await self._pool.fetchrow(
-            "SELECT id, model, dimension, state FROM embedding_spaces WHERE state = 'active'"
+            f"SELECT {_SPACE_COLUMNS} FROM embedding_spaces WHERE state = 'active'"
         )
         return _space(row) if row else None
 
     async def open_space(self, model: str, dimension: int) -> Space:
         """The active space, created for `model` if the store has none yet.
 
-        Raises EmbeddingModelMismatch if the store's vectors come from another model.
+        Raises EmbeddingModelMismatch if the store's vectors come from another model, or
+        from another recipe of the chunks' text.
         """
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", _LEXICON_LOCK)
             row = await conn.fetchrow(
-                "SELECT id, model, dimension, state FROM embedding_spaces WHERE state = 'active'"
+                f"SELECT {_SPACE_COLUMNS} FROM embedding_spaces WHERE state = 'active'"
             )
             if row is None:
                 return await self._create_space(conn, model, dimension, "active")
@@ -204,11 +220,12 @@ class KnowledgeStore:
         self, conn: Connection, model: str, dimension: int, state: str
     ) -> Space:
         row = await conn.fetchrow(
-            "INSERT INTO embedding_spaces (model, dimension, state) VALUES ($1, $2, $3) "
-            "RETURNING id, model, dimension, state",
+            "INSERT INTO embedding_spaces (model, dimension, state, recipe) "
+            f"VALUES ($1, $2, $3, $4) RETURNING {_SPACE_COLUMNS}",
             model,
             dimension,
             state,
+            EMBEDDING_RECIPE,
         )
         space = _space(row)
         if state == "active":  # a re-embedding's space gets its index when it is switched to
@@ -216,25 +233,27 @@ class KnowledgeStore:
         return space
 
     async def building_space(self, model: str, dimension: int) -> Space:
-        """The space a re-embedding fills: resumed if one for `model` is being built."""
+        """The space a re-embedding fills: resumed if one for `model` (and this recipe) is
+        being built."""
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", _LEXICON_LOCK)
             row = await conn.fetchrow(
-                "SELECT id, model, dimension, state FROM embedding_spaces "
-                "WHERE state = 'building' AND model = $1 AND dimension = $2",
+                f"SELECT {_SPACE_COLUMNS} FROM embedding_spaces WHERE state = 'building' "
+                "AND model = $1 AND dimension = $2 AND recipe = $3",
                 model,
                 dimension,
+                EMBEDDING_RECIPE,
             )
             if row is not None:
                 return _space(row)
             await conn.execute("DELETE FROM embedding_spaces WHERE state = 'building'")
             return await self._create_space(conn, model, dimension, "building")
 
-    async def chunks_to_embed(self, space: Space, after: int, limit: int) -> list[tuple[int, str]]:
-        """(id, what the embedder reads) of chunks of every tenant without a vector in
-        `space`, in id order after `after`."""
+    async def chunks_to_embed(self, space: Space, after: int, limit: int) -> list[ChunkToEmbed]:
+        """Chunks of every tenant without a vector in `space`, in id order after `after`."""
         rows = await self._pool.fetch(
-            "SELECT c.id, c.embedding_prefix || c.text AS input FROM chunks c "
+            "SELECT c.id, d.title, c.heading_path, c.embedding_prefix, c.text FROM chunks c "
+            "JOIN documents d ON d.tenant = c.tenant AND d.id = c.document_id "
             "WHERE c.id > $2 AND NOT EXISTS "
             "(SELECT 1 FROM chunk_embeddings e WHERE e.space = $1 AND e.chunk_id = c.id) "
             "ORDER BY c.id LIMIT $3",
@@ -242,7 +261,12 @@ class KnowledgeStore:
             after,
             limit,
         )
-        return [(r["id"], r["input"]) for r in rows]
+        return [
+            ChunkToEmbed(
+                r["id"], r["title"], tuple(r["heading_path"]), r["embedding_prefix"], r["text"]
+            )
+            for r in rows
+        ]
 
     async def add_embeddings(
         self, space: Space, chunk_ids: Sequence[int], vectors: np.ndarray
@@ -778,8 +802,17 @@ async def _create_hnsw_index(conn: Connection, space: Space) -> None:
 def model_mismatch(space: Space | None, model: str, dimension: int | None) -> str | None:
     """Why a store whose vectors are `space` cannot serve `model` (None: it can). A `dimension`
     of None (an endpoint not asked yet) matches any."""
-    if space is None or (space.model == model and dimension in (None, space.dimension)):
+    if space is None:
         return None
+    if space.model == model and dimension in (None, space.dimension):
+        if space.recipe == EMBEDDING_RECIPE:
+            return None
+        return (
+            f"the knowledge store's vectors were made from its chunks' text as recipe "
+            f"{space.recipe!r} gave it, and this version embeds {EMBEDDING_RECIPE!r} (each "
+            "chunk after its document's title): run `agentic-rag reembed` to re-embed every "
+            "chunk, so that searches compare vectors of one kind"
+        )
     size = f" ({dimension} dimensions)" if dimension else ""
     return (
         f"the knowledge store was embedded with {space.model} ({space.dimension} dimensions), "
@@ -792,9 +825,7 @@ async def active_space_of(dsn: str) -> Space | None:
     """The active space of the database at `dsn`, without migrating it (None if it has none)."""
     conn = await asyncpg.connect(dsn)
     try:
-        row = await conn.fetchrow(
-            "SELECT id, model, dimension, state FROM embedding_spaces WHERE state = 'active'"
-        )
+        row = await conn.fetchrow("SELECT * FROM embedding_spaces WHERE state = 'active'")
         return _space(row) if row else None
     except asyncpg.UndefinedTableError:  # a database the knowledge engine never used
         return None
@@ -804,7 +835,10 @@ async def active_space_of(dsn: str) -> Space | None:
 
 def _space(row: asyncpg.Record | None) -> Space:
     assert row is not None
-    return Space(row["id"], row["model"], row["dimension"], row["state"])
+    # active_space_of reads a database that may not be migrated yet: no recipe column there
+    # means the recipe from before it (0014_embedding_recipe.sql).
+    recipe = row["recipe"] if "recipe" in row.keys() else "headings"  # noqa: SIM118
+    return Space(row["id"], row["model"], row["dimension"], row["state"], recipe)
 
 
 def _score(hit: tuple[int, float]) -> tuple[float, int]:
@@ -812,6 +846,7 @@ def _score(hit: tuple[int, float]) -> tuple[float, int]:
 
 
 _EMBEDDING_COLUMNS = ["space", "chunk_id", "tenant", "embedding"]
+_SPACE_COLUMNS = "id, model, dimension, state, recipe"
 _DOCUMENT_COLUMNS = (
     "id, source_id, uri, title, mime_type, content_hash, etag, last_modified, links, "
     "fetched_at, chunk_count, metadata, notes, created_at, updated_at"
