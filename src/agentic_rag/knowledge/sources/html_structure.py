@@ -1,9 +1,10 @@
 """An HTML page's main content -> sections, its structure kept (a structural conversion).
 
 The content region is the page's `<main>` (or `role="main"`), else its `<body>`, without what
-only navigates: `<nav>`, `<script>` and the like, elements whose role is navigation, banner,
-search or contentinfo, and elements with a class or id that names navigation, sidebars, tables
-of contents, headers or footers (`CHROME_CLASSES`, `CHROME_IDS`).
+only navigates or frames it ("chrome"): `<nav>`, `<footer>`, `<script>`, form controls and the
+like, hidden elements, elements whose role is navigation, banner, search, contentinfo or dialog,
+headings' permalink anchors, and elements with a class or id that names navigation, sidebars,
+tables of contents, headers or footers (`CHROME_CLASSES`, `CHROME_PARTS`, `CHROME_IDS`).
 
 What the region holds becomes sections as markdown would give them, without inline markup:
 headings become heading sections (the title alone) and the heading path of what follows; lists
@@ -15,6 +16,7 @@ Text is taken as written: no backslash escapes, no emphasis or inline-code marke
 
 import re
 from collections.abc import Iterable, Iterator
+from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -25,16 +27,18 @@ from agentic_rag.knowledge.documents import Section, SectionKind
 SKIPPED_TAGS = frozenset(
     {
         "script", "style", "noscript", "template", "nav", "form", "button", "select",
-        "textarea", "iframe", "svg", "canvas", "object", "embed", "map", "head", "title",
+        "textarea", "iframe", "svg", "canvas", "object", "embed", "map", "head", "title", "footer",
         "meta", "link", "input", "label", "dialog",
     }
 )  # fmt: skip
-CHROME_ROLES = frozenset({"navigation", "banner", "search", "contentinfo"})
+CHROME_ROLES = frozenset({"navigation", "banner", "search", "contentinfo", "dialog"})
+PERMALINKS = frozenset({"headerlink", "anchorjs-link", "permalink"})
+"""Classes of a heading's permanent-link anchor: a glyph ("¶", an icon font's), not text."""
 CHROME_CLASSES = frozenset(
     {
         "nav", "navbar", "navigation", "nav-panel", "navheader", "navfooter", "breadcrumb",
         "breadcrumbs", "sidebar", "sphinxsidebar", "related", "menu", "toc", "header",
-        "footer", "skip", "skiplink", "headerlink", "wy-nav-side", "rst-versions",
+        "footer", "skip", "skiplink", "wy-nav-side", "rst-versions",
     }
 )  # fmt: skip
 CHROME_PARTS = frozenset({"toc", "nav", "navbar", "sidebar", "breadcrumb", "breadcrumbs", "footer"})
@@ -69,11 +73,22 @@ def content_region(tree: HtmlElement) -> HtmlElement | None:
 
 def is_chrome(element: HtmlElement) -> bool:
     """Whether `element` only navigates or frames the page (see the module's docstring)."""
+    return _marked_chrome(element) or _named_chrome(element)
+
+
+def _marked_chrome(element: HtmlElement) -> bool:
+    """Chrome by its tag, role or `hidden` attribute."""
     tag = element.tag
     if not isinstance(tag, str) or tag in SKIPPED_TAGS:
         return True
-    if element.get("hidden") is not None or element.get("role") in CHROME_ROLES:
+    if element.get("hidden") is not None or element.get("aria-hidden") == "true":
         return True
+    classes = (element.get("class") or "").split()
+    return element.get("role") in CHROME_ROLES or not PERMALINKS.isdisjoint(classes)
+
+
+def _named_chrome(element: HtmlElement) -> bool:
+    """Chrome by its class or id."""
     classes = (element.get("class") or "").lower().split()
     if not CHROME_CLASSES.isdisjoint(classes) or any(
         not CHROME_PARTS.isdisjoint(re.split(r"[-_]", name)) for name in classes
@@ -81,6 +96,17 @@ def is_chrome(element: HtmlElement) -> bool:
         return True
     identifier = element.get("id")
     return identifier is not None and identifier.lower() in CHROME_IDS
+
+
+def unnamed(region: HtmlElement) -> HtmlElement:
+    """A copy of `region` in which no element is chrome by its class or id (only by its tag,
+    role or `hidden` attribute): the whole page as a reader sees it, without its menus."""
+    copy: HtmlElement = deepcopy(region)
+    for element in copy.iter():
+        if isinstance(element.tag, str) and _named_chrome(element):
+            element.attrib.pop("class", None)
+            element.attrib.pop("id", None)
+    return copy
 
 
 def html_sections(region: HtmlElement) -> list[Section]:
@@ -386,10 +412,12 @@ def content_blocks(region: HtmlElement) -> list[str]:
     """The texts of the region's paragraphs, list items, definition terms and descriptions,
     table cells, code blocks and headings, whitespace collapsed, in document order; each
     without the text of the blocks nested in it (a block's text interrupted by a nested block
-    counts as its runs before and after it), those of at least MIN_BLOCK_CHARS characters."""
+    counts as its runs before and after it), those of at least MIN_BLOCK_CHARS characters.
+    A block whose text is mostly link text (a menu entry, a table of contents' line, "Next:
+    ..., Previous: ...") navigates: it is not counted."""
     blocks = []
     for element in region.iter(*COUNTED_BLOCKS):
-        if any(is_chrome(e) for e in (element, *element.iterancestors())):
+        if any(is_chrome(e) for e in (element, *element.iterancestors())) or _mostly_links(element):
             continue
         for run in _own_runs(element):
             text = " ".join(run.replace(BREAK, " ").split())
@@ -408,3 +436,10 @@ def _own_runs(element: HtmlElement) -> list[str]:
                 runs[-1] += "".join(_texts(child, keep_tail=False))
         runs[-1] += child.tail or ""
     return runs
+
+
+def _mostly_links(element: HtmlElement) -> bool:
+    """Whether at least half of the element's text is link text."""
+    text = len(_inline(element))
+    linked = sum(len(_inline(link)) for link in element.iter("a"))
+    return text > 0 and linked >= text / 2

@@ -5,8 +5,9 @@ line scanner for the block structure that matters to retrieval, not a full Commo
 ATX (`# Title`) and setext (`Title` over `===` or `---`) headings, fenced code blocks, pipe
 tables (a header row, then a delimiter row), lists and paragraphs. Blocks keep their markdown
 source (a table keeps its header row, a list its markers), except headings, whose sections hold
-the title alone. A heading's own section carries a path that ends with itself, so a heading and
-the text under it share one path.
+the title alone, and backslash escapes (`sqlite3\\_limit`), which are read as the characters they
+escape outside code: what is stored is what a reader copies. A heading's own section carries a
+path that ends with itself, so a heading and the text under it share one path.
 """
 
 import re
@@ -19,6 +20,8 @@ _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _THEMATIC_BREAK = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})")
 _LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_CODE_SPAN = re.compile(r"(`+).+?\1", re.DOTALL)
 _TABLE_DELIMITER = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
 
 
@@ -58,7 +61,7 @@ class _Scanner:
         return self.sections
 
     def _heading(self, level: int, title: str) -> None:
-        title = " ".join(title.split())
+        title = unescaped(" ".join(title.split()))
         if not title:
             return
         while self.path and self.path[-1][0] >= level:
@@ -138,6 +141,18 @@ class _Scanner:
 
     def _emit(self, kind: SectionKind, text: str) -> None:
         text = text.strip("\n")
+        if kind != "code":
+            text = unescaped(text)
         if text.strip():
             heading_path = tuple(title for _, title in self.path)
             self.sections.append(Section(text=text, kind=kind, heading_path=heading_path))
+
+
+def unescaped(text: str) -> str:
+    """`text` with markdown's backslash escapes read, except inside code spans."""
+    pieces, last = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        pieces += [_ESCAPE.sub(r"\1", text[last : span.start()]), span.group()]
+        last = span.end()
+    pieces.append(_ESCAPE.sub(r"\1", text[last:]))
+    return "".join(pieces)
