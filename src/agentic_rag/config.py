@@ -8,7 +8,7 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import httpx
 from pydantic import (
@@ -20,11 +20,19 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DATA_DIR = Path("data")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
 StructuredOutput = Literal["json_schema", "json_object"]
+
+# Settings read from one environment variable as a list or a mapping. Read by the validators
+# below, not by pydantic-settings (NoDecode), whose failure to parse JSON is a traceback.
+HostList = Annotated[list[str], NoDecode]
+HOST_LIST_FORMAT = (
+    "a comma-separated list of hosts, addresses or networks (127.0.0.1,10.0.0.0/8,"
+    'intranet.example) or a JSON list (["127.0.0.1"])'
+)
 
 
 class TenantLimit(BaseModel):
@@ -94,7 +102,7 @@ class Settings(BaseSettings):
         description="How often a worker looks for unfinished tasks of workers that are gone.",
     )
 
-    push_allow_private: list[str] = Field(
+    push_allow_private: HostList = Field(
         default_factory=list,
         description="Hosts or CIDRs that push webhooks may reach despite the SSRF guard.",
     )
@@ -126,7 +134,7 @@ class Settings(BaseSettings):
     )
     rate_limit_per_minute: int = Field(600, description="Requests per credential per minute.")
     rate_limit_burst: int = Field(60, description="Requests per credential in any one second.")
-    rate_limit_tenants: dict[str, TenantLimit] = Field(
+    rate_limit_tenants: Annotated[dict[str, TenantLimit], NoDecode] = Field(
         default_factory=dict,
         description='Per-tenant overrides, JSON: {"acme": {"per_minute": 6000, "burst": 200}}.',
     )
@@ -210,7 +218,7 @@ class Settings(BaseSettings):
         "`cross-encoder` reranker.",
     )
 
-    ingest_allow_private: list[str] = Field(
+    ingest_allow_private: HostList = Field(
         default_factory=list,
         description="Hosts or CIDRs that ingestion may fetch despite the SSRF guard (intranets).",
     )
@@ -259,7 +267,7 @@ class Settings(BaseSettings):
     trajectory_retention_days: int = Field(
         30, ge=1, description="How long explain_answer can replay a retrieval."
     )
-    upstream_mcp: list[UpstreamMcp] = Field(
+    upstream_mcp: Annotated[list[UpstreamMcp], NoDecode] = Field(
         default_factory=list,
         description=(
             "MCP servers whose tools are offered as skills `<name>_<tool>`, as JSON: "
@@ -272,7 +280,7 @@ class Settings(BaseSettings):
         30.0, gt=0, description="How often an upstream MCP server that did not answer is tried."
     )
 
-    peers_allow_private: list[str] = Field(
+    peers_allow_private: HostList = Field(
         default_factory=list,
         description="Hosts or CIDRs of peer agents reachable despite the SSRF guard (intranets).",
     )
@@ -282,7 +290,7 @@ class Settings(BaseSettings):
     peer_heartbeat_timeout_seconds: float = Field(
         60.0, gt=0, description="A peer not heard from for this long is marked unhealthy."
     )
-    peer_credentials: dict[str, dict[str, SecretStr]] = Field(
+    peer_credentials: Annotated[dict[str, dict[str, SecretStr]], NoDecode] = Field(
         default_factory=dict,
         description=(
             "Headers sent with every request to a peer's origin (scheme://host:port), as JSON: "
@@ -311,6 +319,49 @@ class Settings(BaseSettings):
     delegation_request_timeout_seconds: float = Field(
         30.0, gt=0, description="Timeout of one request to a peer (a stream may last longer)."
     )
+
+    @field_validator(
+        "push_allow_private", "ingest_allow_private", "peers_allow_private", mode="before"
+    )
+    @classmethod
+    def _host_list(cls, value: object) -> object:
+        """A comma-separated list, or a JSON list."""
+        if not isinstance(value, str):
+            return value
+        if value.lstrip().startswith("["):
+            return _json_setting(value, list, HOST_LIST_FORMAT)
+        return [item.strip() for item in value.split(",") if item.strip()]
+
+    @field_validator(
+        "push_allow_private", "ingest_allow_private", "peers_allow_private", mode="after"
+    )
+    @classmethod
+    def _hosts_are_hosts(cls, value: list[str]) -> list[str]:
+        from agentic_rag.security.ssrf import SSRFGuard  # its rules for the entries
+
+        try:
+            SSRFGuard(value)
+        except ValueError as exc:
+            raise ValueError(f"{exc}; expected {HOST_LIST_FORMAT}") from None
+        return value
+
+    @field_validator("upstream_mcp", mode="before")
+    @classmethod
+    def _upstreams_json(cls, value: object) -> object:
+        form = 'a JSON list: [{"name": "graphiti", "url": "http://host:8000/mcp"}]'
+        return _json_setting(value, list, form) if isinstance(value, str) else value
+
+    @field_validator("rate_limit_tenants", mode="before")
+    @classmethod
+    def _tenant_limits_json(cls, value: object) -> object:
+        form = 'a JSON object: {"acme": {"per_minute": 6000, "burst": 200}}'
+        return _json_setting(value, dict, form) if isinstance(value, str) else value
+
+    @field_validator("peer_credentials", mode="before")
+    @classmethod
+    def _credentials_json(cls, value: object) -> object:
+        form = 'a JSON object: {"https://agent.example:443": {"Authorization": "Bearer ..."}}'
+        return _json_setting(value, dict, form) if isinstance(value, str) else value
 
     @field_validator("peer_credentials")
     @classmethod
@@ -399,6 +450,17 @@ class Settings(BaseSettings):
         if self.public_url:
             return self.public_url.rstrip("/")
         return f"http://{self.host}:{self.port}"
+
+
+def _json_setting(text: str, kind: type, form: str) -> object:
+    """`text` read as JSON of `kind`; a ValueError naming the expected `form` otherwise."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:  # the value is not repeated: it may hold secrets
+        raise ValueError(f"not JSON ({exc.msg} at character {exc.pos}); expected {form}") from None
+    if not isinstance(value, kind):
+        raise ValueError(f"expected {form}, not {type(value).__name__}")
+    return value
 
 
 def env_name(field: str) -> str:

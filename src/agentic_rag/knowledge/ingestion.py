@@ -2,6 +2,10 @@
 
     source -> ExtractedDocument -> unchanged? (content hash) -> chunks -> vectors -> one write
 
+A source is created with its first document: a job that stores nothing leaves none behind. Text
+stored already, under this source or another, is linked to this source instead of stored again
+(KnowledgeStore: one copy of each document).
+
 Every ingestion skill runs as a job (`JobStore`) whose id is its task's: a crashed job resumes
 where it was when its task runs again, and a caller that asks again for what a running job is
 doing gets that job's result instead of a second copy. A job that stored nothing fails, saying
@@ -10,10 +14,12 @@ why: never a success with nothing in it.
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import numpy as np
 
 from agentic_rag.knowledge.chunking import Chunker, embedding_text
@@ -23,6 +29,7 @@ from agentic_rag.knowledge.jobs import Job, JobStore
 from agentic_rag.knowledge.results import IngestedDocument, IngestSummary
 from agentic_rag.knowledge.store import (
     KnowledgeStore,
+    SourceRef,
     Space,
     StoredDocument,
     WriteResult,
@@ -42,6 +49,8 @@ Progress = Callable[[str], Awaitable[None]]
 FOLLOW_SECONDS = 0.5
 # Chunks embedded between two progress reports of a long document.
 EMBED_BATCH = 128
+# The longest title derived from a text sent without one.
+DERIVED_TITLE_CHARS = 80
 
 
 class NothingIngested(SkillError):
@@ -57,6 +66,8 @@ class JobRun:
     summary: IngestSummary
     jobs: JobStore
     report: Progress
+    source: SourceRef | None = None
+    """What the job reads; its source is created with the first document stored."""
 
     async def progress(self, text: str, **counts: Any) -> None:
         await self.jobs.progress(self.tenant, self.job.id, {"message": text, **counts})
@@ -165,35 +176,56 @@ class Ingestion:
         run: JobRun,
         document: ExtractedDocument,
         *,
+        reached: str | None = None,
         etag: str | None = None,
         last_modified: str | None = None,
         links: Sequence[str] = (),
     ) -> IngestedDocument:
-        """Chunk, embed and store one document of the run's source; unchanged text is
-        neither chunked nor embedded again."""
-        tenant, source_id = run.tenant, run.summary.source_id
-        existing = await self._store.find_document(tenant, source_id, document.uri)
-        if existing is not None and existing.content_hash == content_hash(document.text):
+        """Chunk, embed and store one document of the run's source, reached at `reached`
+        (default: its URI); text stored already is neither chunked nor embedded again."""
+        tenant, source = run.tenant, run.source
+        assert source is not None, "the job names its source before storing documents"
+        reached = reached or document.uri
+        document = replace(document, uri=canonical_uri(document))
+        source_id = run.summary.source_id or await self._store.find_source(
+            tenant, source.kind, source.uri
+        )
+        digest = content_hash(document.text)
+        existing = (
+            await self._store.find_document(tenant, source_id, reached) if source_id else None
+        )
+        validators: dict[str, Any] = {"etag": etag, "last_modified": last_modified, "links": links}
+        result = None
+        if document.uri != reached:  # the page names another URL canonical: that one's text
+            result = await self._store.link_canonical(
+                tenant, source, reached, document.uri, **validators
+            )
+        if result is None and existing is not None and existing.content_hash == digest:
             await self._store.set_validators(tenant, existing.id, etag, last_modified, links)
-            result = WriteResult(existing.id, "unchanged", 0)
-        else:
+            result = WriteResult(existing.id, "unchanged", 0, source_id or "")
+        if result is None:
+            result = await self._store.link_identical(tenant, source, reached, digest, **validators)
+        if result is None:
             chunks = await asyncio.to_thread(
                 self._chunker.chunk, document.sections, title=document.title
             )
             if not chunks:
                 raise SkillError(f"{document.uri}: no text to index")
-            vectors = await self._embed(run, document.uri, [embedding_text(c) for c in chunks])
+            texts = [embedding_text(c) for c in chunks]
+            vectors = await self._embed(run, document.uri, texts)
             result = await self._store.write_document(
                 tenant,
-                source_id,
+                source,
                 document,
                 chunks,
                 vectors,
                 self._space,
-                etag=etag,
-                last_modified=last_modified,
-                links=links,
+                reached=reached,
+                **validators,
             )
+        run.summary.source_id = result.source_id
+        if result.released and self.graph is not None:
+            await self.graph.forget(tenant, list(result.released))
         if self.graph is not None and (
             result.status != "unchanged"
             or await self.graph.lacks_episodes(tenant, result.document_id)
@@ -203,13 +235,14 @@ class Ingestion:
             )
         if existing is not None and result.status == "unchanged":
             result = self._written_before(run, existing) or result
+        same = [f"stored once, as {result.same_as}"] if result.same_as else []
         ingested = IngestedDocument(
             document_id=result.document_id,
             uri=document.uri,
             title=document.title,
             status=result.status,
             chunks=result.chunks,
-            notes=document.notes,
+            notes=[*document.notes, *same],
         )
         summary = run.summary
         summary.documents.append(ingested)
@@ -261,3 +294,28 @@ class Ingestion:
         queued = await graph.replace(run.tenant, document_id, title, text, spans)
         if queued:
             await run.progress(f"{uri}: {len(queued)} graph episodes queued")
+
+
+def derived_title(text: str) -> str:
+    """A title for a text sent without one: its first line (a heading's text), at most
+    DERIVED_TITLE_CHARS long (cut at a word)."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    title = re.sub(r"\s+", " ", first.strip().lstrip("#").strip())
+    if len(title) <= DERIVED_TITLE_CHARS:
+        return title
+    cut = title[: DERIVED_TITLE_CHARS - 1].rsplit(" ", 1)[0]
+    return cut + "…"
+
+
+def canonical_uri(document: ExtractedDocument) -> str:
+    """The URI that names the document: the canonical URL its page declares, if that is on the
+    page's own origin (a page cannot claim to be another site's), else the URI it was read at."""
+    canonical = document.metadata.get("canonical")
+    if not isinstance(canonical, str) or canonical == document.uri:
+        return document.uri
+    try:
+        declared, read = httpx.URL(canonical), httpx.URL(document.uri)
+    except httpx.InvalidURL:
+        return document.uri
+    same = (declared.scheme, declared.host, declared.port) == (read.scheme, read.host, read.port)
+    return canonical if same else document.uri

@@ -181,9 +181,7 @@ class Retrieval:
                 "after": _ranks(ranked),
             }
             clock.lap("rerank")
-        final = ranked[:top_k]
-        found = await self._store.hits(tenant, [c for c, _ in final])
-        final = [(c, s) for c, s in final if c in found]  # a chunk deleted meanwhile
+        final, found = await self._distinct(tenant, ranked, top_k)
         own_ranks = {
             name: {c: RetrieverScore(rank=i, score=s) for i, (c, s) in enumerate(hits, 1)}
             for name, hits in lists.items()
@@ -255,6 +253,30 @@ class Retrieval:
         }
         await self._trajectories.save(tenant, trajectory_id, query, trace)
         return result
+
+    async def _distinct(
+        self, tenant: str, ranked: Sequence[tuple[int, float]], top_k: int
+    ) -> tuple[list[tuple[int, float]], dict[int, Hit]]:
+        """The first `top_k` of `ranked` that still exist, each passage once: two chunks of
+        the same text (a paragraph two pages repeat, a copy stored before duplicates were
+        linked) would be two hits citing one passage."""
+        final: list[tuple[int, float]] = []
+        found: dict[int, Hit] = {}
+        seen: set[str] = set()
+        start = 0
+        while len(final) < top_k and start < len(ranked):
+            batch = ranked[start : start + top_k]
+            start += len(batch)
+            hits = await self._store.hits(tenant, [c for c, _ in batch])
+            for chunk_id, score in batch:
+                hit = hits.get(chunk_id)  # None: deleted meanwhile
+                passage = " ".join(hit.text.split()).casefold() if hit else ""
+                if hit is None or passage in seen or len(final) == top_k:
+                    continue
+                seen.add(passage)
+                final.append((chunk_id, score))
+                found[chunk_id] = hit
+        return final, found
 
     async def _dense(
         self,

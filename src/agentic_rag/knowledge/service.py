@@ -22,7 +22,7 @@ from agentic_rag.config import Settings
 from agentic_rag.knowledge.chunking import Chunker
 from agentic_rag.knowledge.documents import ExtractedDocument
 from agentic_rag.knowledge.embeddings import DIMENSION, MODEL_NAME, Embedder, build_embedder
-from agentic_rag.knowledge.ingestion import Ingestion, JobRun
+from agentic_rag.knowledge.ingestion import Ingestion, JobRun, derived_title
 from agentic_rag.knowledge.jobs import JobFrontier, JobStore
 from agentic_rag.knowledge.rerank import CrossEncoder
 from agentic_rag.knowledge.results import (
@@ -63,7 +63,7 @@ from agentic_rag.knowledge.sources.youtube import (
     video_id,
     watch_url,
 )
-from agentic_rag.knowledge.store import KnowledgeStore, Space, StoredDocument
+from agentic_rag.knowledge.store import KnowledgeStore, SourceRef, Space, StoredDocument
 from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint
@@ -76,6 +76,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], Awaitable[None]]
+
+ALLOW_PRIVATE_SETTING = "AGENTIC_RAG_INGEST_ALLOW_PRIVATE"
 
 
 def embedder_from(settings: Settings) -> Embedder:
@@ -178,11 +180,10 @@ class KnowledgeService:
     ) -> IngestSummary:
         if not text.strip():
             raise SkillError("the text is empty")
+        title = title.strip() or derived_title(text)
 
         async def body(run: JobRun) -> None:
-            run.summary.source_id = await self.store.upsert_source(
-                tenant, "text", title, title, metadata
-            )
+            run.source = SourceRef("text", title, title, metadata)
             document = ExtractedDocument(
                 uri=title,
                 title=title,
@@ -219,22 +220,21 @@ class KnowledgeService:
             )
             self.guard.check_shape(request.url)
         except UnsafeURLError as exc:
-            raise SkillError(
-                f"{exc}; an intranet's addresses can be allowed with the setting "
-                "AGENTIC_RAG_INGEST_ALLOW_PRIVATE"
-            ) from None
+            raise SkillError(f"{exc}{exc.hint(ALLOW_PRIVATE_SETTING)}") from None
         except ValueError as exc:
             raise SkillError(str(exc)) from None
 
         async def body(run: JobRun) -> None:
-            run.summary.source_id = source_id = await self.store.upsert_source(
-                tenant, "url", request.url, "", request.metadata
-            )
+            run.source = SourceRef("url", request.url, "", request.metadata)
+            run.summary.source_id = await self.store.find_source(tenant, "url", request.url) or ""
             counted = await self._resume_crawl(run)
             remaining = replace(options, max_pages=max(1, options.max_pages - counted))
             stored_ids: dict[str, str] = {}  # the stored pages' documents, by URL
 
             async def known(url: str) -> KnownPage | None:
+                source_id = run.summary.source_id  # none until the first page is stored
+                if not source_id:
+                    return None
                 stored = await self.store.find_document(tenant, source_id, url)
                 if stored is None:
                     return None
@@ -339,9 +339,7 @@ class KnowledgeService:
 
         async def body(run: JobRun) -> None:
             content, uri = await self._pdf_bytes(data, url, path, filename)
-            run.summary.source_id = await self.store.upsert_source(
-                tenant, "pdf", uri, filename or "", metadata
-            )
+            run.source = SourceRef("pdf", uri, filename or "", metadata)
             document = await self._read_pdf(run, content, uri, metadata)
             stored = await self.ingestion.store_document(run, document)
             await run.progress(f"{uri}: {stored.status}, {stored.chunks} chunks")
@@ -445,9 +443,7 @@ class KnowledgeService:
         }
 
         async def body(run: JobRun) -> None:
-            run.summary.source_id = await self.store.upsert_source(
-                tenant, "youtube", uri, title or "", metadata
-            )
+            run.source = SourceRef("youtube", uri, title or "", metadata)
             try:
                 if transcript is not None:
                     document = parse_captions(transcript, uri=uri, title=title or uri)
@@ -480,10 +476,10 @@ class KnowledgeService:
         return await self.store.delete_document(tenant, document_id)
 
     async def delete_source(self, tenant: str, source_id: str) -> int | None:
-        """Delete a source with its documents, their chunks and graph episodes; the number of
-        documents, or None if there is no such source."""
+        """Delete a source with the documents no other source holds, their chunks and graph
+        episodes; the number of documents deleted, or None if there is no such source."""
         if self.graph is not None:
-            await self.graph.forget(tenant, await self.store.document_ids(tenant, source_id))
+            await self.graph.forget(tenant, await self.store.sole_documents(tenant, source_id))
         return await self.store.delete_source(tenant, source_id)
 
     async def sources(self, tenant: str) -> list[SourceInfo]:

@@ -85,7 +85,11 @@ class ExplainInput(BaseModel):
 
 class IngestTextInput(BaseModel):
     text: str = Field(description="Markdown or plain text")
-    title: str = Field(description="A title; ingesting the same title again replaces the text")
+    title: str = Field(
+        "",
+        description="A title; ingesting the same title again replaces the text. Empty: the "
+        "text's first line",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -123,6 +127,16 @@ class SourcesOutput(BaseModel):
     sources: list[SourceInfo]
 
 
+class ListDocumentsInput(BaseModel):
+    source_id: str | None = Field(None, description="Only the documents this source holds")
+    limit: int = Field(100, ge=1, le=1000, description="Documents listed at most")
+    offset: int = Field(0, ge=0, description="Documents skipped first, oldest first")
+
+
+class DocumentsOutput(BaseModel):
+    documents: list[DocumentInfo] = Field(description="Without their text (get_document has it)")
+
+
 class GetDocumentInput(BaseModel):
     document_id: str
     include_text: bool = Field(True, description="Include the document's whole text")
@@ -158,6 +172,14 @@ def _render_search(result: SearchResult) -> str:
         lines = ["Nothing in the knowledge base matches this query."]
     lines += ["", f"(explain_answer trajectory_id: {result.trajectory_id})"]
     return "\n".join(lines)
+
+
+def _render_documents(output: DocumentsOutput) -> str:
+    if not output.documents:
+        return "no documents"
+    return "\n".join(
+        f"{d.document_id}  {d.chunks:>5} chunks  {d.title} ({d.uri})" for d in output.documents
+    )
 
 
 def _render_ingest(summary: IngestSummary) -> str:
@@ -320,6 +342,23 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
     )
     async def list_sources(ctx: SkillContext, args: ListSourcesInput) -> SourcesOutput:
         return SourcesOutput(sources=await knowledge().sources(ctx.tenant))
+
+    @registry.skill(
+        description="The documents of the knowledge base, or of one source, with their ids, "
+        "titles and chunk counts, oldest first.",
+        tags=["knowledge", "catalogue"],
+        render=_render_documents,
+    )
+    async def list_documents(ctx: SkillContext, args: ListDocumentsInput) -> DocumentsOutput:
+        if args.source_id is not None and not any(
+            s.source_id == args.source_id for s in await knowledge().sources(ctx.tenant)
+        ):
+            raise SkillError(f"no source {args.source_id!r}")
+        return DocumentsOutput(
+            documents=await knowledge().documents(
+                ctx.tenant, source_id=args.source_id, limit=args.limit, offset=args.offset
+            )
+        )
 
     @registry.skill(
         description="One document: its metadata and, unless asked not to, its text.",

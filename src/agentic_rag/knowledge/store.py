@@ -164,6 +164,30 @@ class WriteResult:
     document_id: str
     status: WriteStatus
     chunks: int
+    source_id: str = ""
+    same_as: str | None = None
+    """The URI of the stored document whose text this is, when it was reached there first."""
+    released: tuple[str, ...] = ()
+    """Documents deleted because no source holds them any more (the source reached another
+    document at the same URL)."""
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """What an ingestion reads: its source is created with its first document."""
+
+    kind: str
+    uri: str
+    title: str
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Identical:
+    id: str
+    uri: str
+    held_here: bool
+    """Whether the source already holds it at the URL it was reached by."""
 
 
 @dataclass(frozen=True)
@@ -319,56 +343,128 @@ class KnowledgeStore:
             )
 
     # -- sources and documents -----------------------------------------------------------
+    #
+    # A document is stored once per tenant however many sources reach it (source_documents
+    # says which do, and by which URL): the same text found again is linked, not stored again,
+    # and a page found under another source (its URL, or the canonical URL it names) is that
+    # source's too. A source exists once it holds a document.
 
     async def upsert_source(
         self, tenant: str, kind: str, uri: str, title: str, metadata: dict[str, Any]
     ) -> str:
-        row = await self._pool.fetchrow(
-            "INSERT INTO knowledge_sources (tenant, id, kind, uri, title, metadata) "
-            "VALUES ($1, $2, $3, $4, $5, $6::jsonb) "
-            "ON CONFLICT (tenant, kind, uri) DO UPDATE SET updated_at = now(), "
-            "title = CASE WHEN excluded.title = '' THEN knowledge_sources.title "
-            "ELSE excluded.title END, metadata = knowledge_sources.metadata || excluded.metadata "
-            "RETURNING id",
+        return await _upsert_source(self._pool, tenant, SourceRef(kind, uri, title, metadata))
+
+    async def find_source(self, tenant: str, kind: str, uri: str) -> str | None:
+        value = await self._pool.fetchval(
+            "SELECT id FROM knowledge_sources WHERE tenant = $1 AND kind = $2 AND uri = $3",
             tenant,
-            new_id(),
             kind,
             uri,
-            title,
-            orjson.dumps(metadata).decode(),
         )
-        assert row is not None
-        return str(row["id"])
+        return str(value) if value is not None else None
 
     async def find_document(self, tenant: str, source_id: str, uri: str) -> StoredDocument | None:
+        """The document `source_id` holds at `uri` (the URL or name it reached it by)."""
         row = await self._pool.fetchrow(
-            f"SELECT {_DOCUMENT_COLUMNS} FROM documents "
-            "WHERE tenant = $1 AND source_id = $2 AND uri = $3",
+            f"SELECT {_DOCUMENT_COLUMNS_OF_D} FROM source_documents m "
+            "JOIN documents d ON d.tenant = m.tenant AND d.id = m.document_id "
+            "WHERE m.tenant = $1 AND m.source_id = $2 AND m.uri = $3",
             tenant,
             source_id,
             uri,
         )
         return _document(row) if row else None
 
+    async def link_identical(
+        self,
+        tenant: str,
+        source: "str | SourceRef",
+        reached: str,
+        digest: bytes,
+        *,
+        etag: str | None = None,
+        last_modified: str | None = None,
+        links: Sequence[str] = (),
+    ) -> WriteResult | None:
+        """Make the stored document whose text hashes to `digest` the source's at `reached`,
+        if there is one: the same content is never chunked, embedded or stored twice."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1, hashtext($2))", _LEXICON_LOCK, tenant
+            )
+            found = await _identical(conn, tenant, digest, source, reached)
+            if found is None:
+                return None
+            source_id = await _source_id(conn, tenant, source)
+            return await _link(
+                conn, tenant, source_id, reached, found, (etag, last_modified, links)
+            )
+
+    async def link_canonical(
+        self,
+        tenant: str,
+        source: "str | SourceRef",
+        reached: str,
+        canonical: str,
+        *,
+        etag: str | None = None,
+        last_modified: str | None = None,
+        links: Sequence[str] = (),
+    ) -> WriteResult | None:
+        """Make the page stored from its canonical URL the source's at `reached` (a page that
+        names that URL canonical), if some source reached it there: the canonical page's own
+        text is the one kept."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1, hashtext($2))", _LEXICON_LOCK, tenant
+            )
+            row = await conn.fetchrow(
+                "SELECT m.document_id FROM source_documents m WHERE m.tenant = $1 AND m.uri = $2 "
+                "ORDER BY m.created_at LIMIT 1",
+                tenant,
+                canonical,
+            )
+            if row is None:
+                return None
+            source_id = await _source_id(conn, tenant, source)
+            held_here = await conn.fetchval(
+                "SELECT document_id = $4 FROM source_documents "
+                "WHERE tenant = $1 AND source_id = $2 AND uri = $3",
+                tenant,
+                source_id,
+                reached,
+                row["document_id"],
+            )
+            found = _Identical(row["document_id"], canonical, bool(held_here))
+            return await _link(
+                conn, tenant, source_id, reached, found, (etag, last_modified, links)
+            )
+
     async def write_document(
         self,
         tenant: str,
-        source_id: str,
+        source: "str | SourceRef",
         document: ExtractedDocument,
         chunks: Sequence[Chunk],
         vectors: np.ndarray,
         space: Space,
         *,
+        reached: str | None = None,
         etag: str | None = None,
         last_modified: str | None = None,
         links: Sequence[str] = (),
     ) -> WriteResult:
-        """Store `document` with its chunks and their vectors, replacing an older version.
+        """Store `document` as the source's at `reached` (default: its URI), with its chunks
+        and their vectors. `source` is the source's id, or what it is: created with this
+        document if it does not exist yet.
 
-        Unchanged text (same hash) rewrites nothing but the validators.
+        Text stored already (same hash) is linked, not written again: `unchanged`. Otherwise
+        the stored copy of the same page (this source's, or another's at the same URL) is
+        replaced: `updated`; else the document is new: `created`.
         """
-        text = document.text
-        digest = content_hash(text)
+        reached = reached or document.uri
+        digest = content_hash(document.text)
+        validators = (etag, last_modified, links)
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute(
                 "SELECT pg_advisory_xact_lock($1, hashtext($2))", _LEXICON_LOCK, tenant
@@ -378,49 +474,34 @@ class KnowledgeStore:
                     f"the store was re-embedded after this process started with {space.model}: "
                     "restart it with the model the store now uses"
                 )
-            old = await conn.fetchrow(
-                "SELECT id, content_hash FROM documents "
-                "WHERE tenant = $1 AND source_id = $2 AND uri = $3 FOR UPDATE",
-                tenant,
-                source_id,
-                document.uri,
-            )
-            if old is not None and bytes(old["content_hash"]) == digest:
+            source_id = await _source_id(conn, tenant, source)
+            found = await _identical(conn, tenant, digest, source_id, reached)
+            if found is not None:
+                return await _link(conn, tenant, source_id, reached, found, validators)
+            target = await _same_page(conn, tenant, source_id, reached, document.uri)
+            if target is not None:  # a new version: its old chunks and their terms go
+                await _forget_terms(conn, tenant, target)
                 await conn.execute(
-                    "UPDATE documents SET etag = $3, last_modified = $4, links = $5, "
-                    "fetched_at = now() WHERE tenant = $1 AND id = $2",
-                    tenant,
-                    old["id"],
-                    etag,
-                    last_modified,
-                    list(links),
-                )
-                return WriteResult(old["id"], "unchanged", 0)
-            if old is not None:  # a new version: its old chunks and their terms go
-                await _forget_terms(conn, tenant, old["id"])
-                await conn.execute(
-                    "DELETE FROM chunks WHERE tenant = $1 AND document_id = $2",
-                    tenant,
-                    old["id"],
+                    "DELETE FROM chunks WHERE tenant = $1 AND document_id = $2", tenant, target
                 )
             document_id = await conn.fetchval(
                 "INSERT INTO documents (tenant, id, source_id, uri, title, mime_type, "
                 "content_hash, text, metadata, notes, etag, last_modified, chunk_count, links) "
                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14) "
-                "ON CONFLICT (tenant, source_id, uri) DO UPDATE SET title = excluded.title, "
+                "ON CONFLICT (tenant, id) DO UPDATE SET title = excluded.title, "
                 "mime_type = excluded.mime_type, content_hash = excluded.content_hash, "
                 "text = excluded.text, metadata = excluded.metadata, notes = excluded.notes, "
                 "etag = excluded.etag, last_modified = excluded.last_modified, "
                 "chunk_count = excluded.chunk_count, links = excluded.links, "
                 "updated_at = now(), fetched_at = now() RETURNING id",
                 tenant,
-                new_id(),
+                target or new_id(),
                 source_id,
                 document.uri,
                 document.title,
                 document.mime_type,
                 digest,
-                text,
+                document.text,
                 orjson.dumps(document.metadata).decode(),
                 document.notes,
                 etag,
@@ -455,7 +536,9 @@ class KnowledgeStore:
                 ],
             )
             await _learn_terms(conn, tenant, document_id)
-            return WriteResult(document_id, "updated" if old else "created", len(chunks))
+            released = await _hold(conn, tenant, source_id, reached, document_id)
+            status: WriteStatus = "updated" if target else "created"
+            return WriteResult(document_id, status, len(chunks), source_id, released=released)
 
     async def set_validators(
         self,
@@ -490,9 +573,12 @@ class KnowledgeStore:
     async def list_documents(
         self, tenant: str, *, source_id: str | None = None, limit: int = 100, offset: int = 0
     ) -> list[StoredDocument]:
+        """The tenant's documents, or those `source_id` holds, oldest first."""
         rows = await self._pool.fetch(
-            f"SELECT {_DOCUMENT_COLUMNS} FROM documents WHERE tenant = $1 "
-            "AND ($2::text IS NULL OR source_id = $2) ORDER BY created_at, id LIMIT $3 OFFSET $4",
+            f"SELECT {_DOCUMENT_COLUMNS} FROM documents d WHERE tenant = $1 "
+            "AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM source_documents m "
+            "WHERE m.tenant = d.tenant AND m.document_id = d.id AND m.source_id = $2)) "
+            "ORDER BY created_at, id LIMIT $3 OFFSET $4",
             tenant,
             source_id,
             limit,
@@ -504,9 +590,10 @@ class KnowledgeStore:
         rows = await self._pool.fetch(
             "SELECT s.id, s.kind, s.uri, s.title, s.metadata, s.created_at, s.updated_at, "
             "count(d.id) AS documents, coalesce(sum(d.chunk_count), 0) AS chunks "
-            "FROM knowledge_sources s LEFT JOIN documents d "
-            "ON d.tenant = s.tenant AND d.source_id = s.id WHERE s.tenant = $1 "
-            "GROUP BY s.tenant, s.id ORDER BY s.created_at, s.id",
+            "FROM knowledge_sources s LEFT JOIN (SELECT DISTINCT source_id, document_id "
+            "FROM source_documents WHERE tenant = $1) m ON m.source_id = s.id "
+            "LEFT JOIN documents d ON d.tenant = s.tenant AND d.id = m.document_id "
+            "WHERE s.tenant = $1 GROUP BY s.tenant, s.id ORDER BY s.created_at, s.id",
             tenant,
         )
         return [
@@ -534,44 +621,76 @@ class KnowledgeStore:
         )
         return [(r["id"], r["char_start"], r["char_end"]) for r in rows]
 
-    async def document_ids(self, tenant: str, source_id: str) -> list[str]:
+    async def sole_documents(self, tenant: str, source_id: str) -> list[str]:
+        """The documents that `source_id` holds and no other source does: those deleting it
+        deletes."""
         rows = await self._pool.fetch(
-            "SELECT id FROM documents WHERE tenant = $1 AND source_id = $2", tenant, source_id
+            "SELECT DISTINCT m.document_id FROM source_documents m "
+            "WHERE m.tenant = $1 AND m.source_id = $2 AND NOT EXISTS (SELECT 1 "
+            "FROM source_documents o WHERE o.tenant = m.tenant "
+            "AND o.document_id = m.document_id AND o.source_id <> m.source_id)",
+            tenant,
+            source_id,
         )
-        return [r["id"] for r in rows]
+        return [r["document_id"] for r in rows]
 
     async def delete_document(self, tenant: str, document_id: str) -> bool:
+        """Delete a document from every source holding it; a source left empty goes too."""
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute(
                 "SELECT pg_advisory_xact_lock($1, hashtext($2))", _LEXICON_LOCK, tenant
             )
+            holders = [
+                r["source_id"]
+                for r in await conn.fetch(
+                    "SELECT DISTINCT source_id FROM source_documents "
+                    "WHERE tenant = $1 AND document_id = $2",
+                    tenant,
+                    document_id,
+                )
+            ]
             await _forget_terms(conn, tenant, document_id)
             deleted = await conn.fetchval(
                 "DELETE FROM documents WHERE tenant = $1 AND id = $2 RETURNING id",
                 tenant,
                 document_id,
             )
+            await conn.execute(
+                "DELETE FROM knowledge_sources s WHERE s.tenant = $1 AND s.id = ANY($2::text[]) "
+                "AND NOT EXISTS (SELECT 1 FROM source_documents m "
+                "WHERE m.tenant = s.tenant AND m.source_id = s.id)",
+                tenant,
+                holders,
+            )
             return deleted is not None
 
     async def delete_source(self, tenant: str, source_id: str) -> int | None:
-        """Delete a source and its documents; the number of documents, or None if unknown."""
+        """Delete a source and the documents no other source holds (the others stay, theirs);
+        the number of documents deleted, or None if there is no such source."""
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute(
                 "SELECT pg_advisory_xact_lock($1, hashtext($2))", _LEXICON_LOCK, tenant
             )
-            documents = await conn.fetch(
-                "SELECT id FROM documents WHERE tenant = $1 AND source_id = $2",
+            if not await conn.fetchval(
+                "SELECT true FROM knowledge_sources WHERE tenant = $1 AND id = $2",
+                tenant,
+                source_id,
+            ):
+                return None
+            held = await conn.fetch(
+                "WITH dropped AS (DELETE FROM source_documents WHERE tenant = $1 "
+                "AND source_id = $2 RETURNING document_id) SELECT document_id FROM dropped "
+                "UNION SELECT id FROM documents WHERE tenant = $1 AND source_id = $2",
                 tenant,
                 source_id,
             )
-            for row in documents:
-                await _forget_terms(conn, tenant, row["id"])
-            deleted = await conn.fetchval(
-                "DELETE FROM knowledge_sources WHERE tenant = $1 AND id = $2 RETURNING id",
-                tenant,
-                source_id,
+            deleted = 0
+            for row in held:
+                deleted += await _release(conn, tenant, row["document_id"])
+            await conn.execute(
+                "DELETE FROM knowledge_sources WHERE tenant = $1 AND id = $2", tenant, source_id
             )
-            return len(documents) if deleted is not None else None
+            return deleted
 
     # -- retrieval ---------------------------------------------------------------------
 
@@ -791,6 +910,167 @@ class KnowledgeStore:
         return int(value or 0)
 
 
+async def _upsert_source(
+    executor: "Connection | asyncpg.Pool", tenant: str, source: SourceRef
+) -> str:
+    row = await executor.fetchrow(
+        "INSERT INTO knowledge_sources (tenant, id, kind, uri, title, metadata) "
+        "VALUES ($1, $2, $3, $4, $5, $6::jsonb) "
+        "ON CONFLICT (tenant, kind, uri) DO UPDATE SET updated_at = now(), "
+        "title = CASE WHEN excluded.title = '' THEN knowledge_sources.title "
+        "ELSE excluded.title END, metadata = knowledge_sources.metadata || excluded.metadata "
+        "RETURNING id",
+        tenant,
+        new_id(),
+        source.kind,
+        source.uri,
+        source.title,
+        orjson.dumps(source.metadata).decode(),
+    )
+    assert row is not None
+    return str(row["id"])
+
+
+async def _source_id(conn: Connection, tenant: str, source: "str | SourceRef") -> str:
+    return source if isinstance(source, str) else await _upsert_source(conn, tenant, source)
+
+
+async def _identical(
+    conn: Connection, tenant: str, digest: bytes, source: "str | SourceRef", reached: str
+) -> _Identical | None:
+    """The stored document with this text, the one the source holds at `reached` first."""
+    if isinstance(source, SourceRef):
+        source = (
+            await conn.fetchval(
+                "SELECT id FROM knowledge_sources WHERE tenant = $1 AND kind = $2 AND uri = $3",
+                tenant,
+                source.kind,
+                source.uri,
+            )
+            or ""
+        )
+    row = await conn.fetchrow(
+        "SELECT d.id, d.uri, EXISTS (SELECT 1 FROM source_documents m WHERE m.tenant = d.tenant "
+        "AND m.source_id = $3 AND m.uri = $4 AND m.document_id = d.id) AS held_here "
+        "FROM documents d WHERE d.tenant = $1 AND d.content_hash = $2 "
+        "ORDER BY held_here DESC, d.created_at, d.id LIMIT 1",
+        tenant,
+        digest,
+        source,
+        reached,
+    )
+    return _Identical(row["id"], row["uri"], row["held_here"]) if row else None
+
+
+async def _link(
+    conn: Connection,
+    tenant: str,
+    source_id: str,
+    reached: str,
+    found: _Identical,
+    validators: tuple[str | None, str | None, Sequence[str]],
+) -> WriteResult:
+    """The source holds `found` at `reached`: nothing is written but the link."""
+    if found.held_here or found.uri == reached:  # the validators are this URL's
+        etag, last_modified, links = validators
+        await conn.execute(
+            "UPDATE documents SET etag = $3, last_modified = $4, links = $5, fetched_at = now() "
+            "WHERE tenant = $1 AND id = $2",
+            tenant,
+            found.id,
+            etag,
+            last_modified,
+            list(links),
+        )
+    released = await _hold(conn, tenant, source_id, reached, found.id)
+    same_as = None if found.held_here else found.uri
+    return WriteResult(found.id, "unchanged", 0, source_id, same_as=same_as, released=released)
+
+
+async def _same_page(
+    conn: Connection, tenant: str, source_id: str, reached: str, uri: str
+) -> str | None:
+    """The document a new version of the page `uri` replaces: the one the source holds at
+    `reached` if it is that page, else another source's copy of the page at this URL."""
+    held = await conn.fetchrow(
+        "SELECT d.id, d.uri FROM source_documents m "
+        "JOIN documents d ON d.tenant = m.tenant AND d.id = m.document_id "
+        "WHERE m.tenant = $1 AND m.source_id = $2 AND m.uri = $3 FOR UPDATE OF d",
+        tenant,
+        source_id,
+        reached,
+    )
+    if held is not None and held["uri"] == uri:
+        return str(held["id"])
+    if not _is_url(uri):  # a file name or a title names a document only within its source
+        return None
+    value = await conn.fetchval(
+        "SELECT id FROM documents WHERE tenant = $1 AND uri = $2 ORDER BY created_at, id "
+        "LIMIT 1 FOR UPDATE",
+        tenant,
+        uri,
+    )
+    return str(value) if value is not None else None
+
+
+async def _hold(
+    conn: Connection, tenant: str, source_id: str, reached: str, document_id: str
+) -> tuple[str, ...]:
+    """The source holds `document_id` at `reached`; the document it held there before is
+    released: the documents deleted."""
+    before = await conn.fetchval(
+        "SELECT document_id FROM source_documents "
+        "WHERE tenant = $1 AND source_id = $2 AND uri = $3 FOR UPDATE",
+        tenant,
+        source_id,
+        reached,
+    )
+    await conn.execute(
+        "INSERT INTO source_documents (tenant, source_id, uri, document_id) "
+        "VALUES ($1, $2, $3, $4) ON CONFLICT (tenant, source_id, uri) "
+        "DO UPDATE SET document_id = excluded.document_id",
+        tenant,
+        source_id,
+        reached,
+        document_id,
+    )
+    if before is not None and before != document_id and await _release(conn, tenant, before):
+        return (before,)
+    return ()
+
+
+async def _release(conn: Connection, tenant: str, document_id: str) -> bool:
+    """A source let go of the document: deleted if no source holds it (True), else a holder
+    becomes its first source if the one it names let go."""
+    holder = await conn.fetchval(
+        "SELECT source_id FROM source_documents WHERE tenant = $1 AND document_id = $2 "
+        "ORDER BY created_at, source_id LIMIT 1",
+        tenant,
+        document_id,
+    )
+    if holder is None:
+        await _forget_terms(conn, tenant, document_id)
+        deleted = await conn.fetchval(
+            "DELETE FROM documents WHERE tenant = $1 AND id = $2 RETURNING id",
+            tenant,
+            document_id,
+        )
+        return deleted is not None
+    await conn.execute(
+        "UPDATE documents d SET source_id = $3 WHERE d.tenant = $1 AND d.id = $2 "
+        "AND NOT EXISTS (SELECT 1 FROM source_documents m WHERE m.tenant = d.tenant "
+        "AND m.document_id = d.id AND m.source_id = d.source_id)",
+        tenant,
+        document_id,
+        holder,
+    )
+    return False
+
+
+def _is_url(uri: str) -> bool:
+    return uri.startswith(("http://", "https://"))
+
+
 async def _create_hnsw_index(conn: Connection, space: Space) -> None:
     await conn.execute(
         f"CREATE INDEX IF NOT EXISTS chunk_embeddings_hnsw_{space.id} ON chunk_embeddings "
@@ -851,6 +1131,7 @@ _DOCUMENT_COLUMNS = (
     "id, source_id, uri, title, mime_type, content_hash, etag, last_modified, links, "
     "fetched_at, chunk_count, metadata, notes, created_at, updated_at"
 )
+_DOCUMENT_COLUMNS_OF_D = ", ".join(f"d.{c.strip()}" for c in _DOCUMENT_COLUMNS.split(","))
 
 _FILTER_JOINS = (
     "JOIN chunks c ON c.id = e.chunk_id "
@@ -871,12 +1152,21 @@ def _filter_sql(filters: Filters, params: list[Any]) -> str:
         params.append(value)
         return f"${len(params)}"
 
+    # A document belongs to every source that holds it (source_documents).
     if filters.source_ids:
-        conditions.append(f"d.source_id = ANY({param(list(filters.source_ids))}::text[])")
+        conditions.append(
+            "EXISTS (SELECT 1 FROM source_documents m WHERE m.tenant = d.tenant "
+            f"AND m.document_id = d.id AND m.source_id = ANY({param(list(filters.source_ids))}"
+            "::text[]))"
+        )
     if filters.document_ids:
         conditions.append(f"d.id = ANY({param(list(filters.document_ids))}::text[])")
     if filters.kinds:
-        conditions.append(f"s.kind = ANY({param(list(filters.kinds))}::text[])")
+        conditions.append(
+            "EXISTS (SELECT 1 FROM source_documents m JOIN knowledge_sources k "
+            "ON k.tenant = m.tenant AND k.id = m.source_id WHERE m.tenant = d.tenant "
+            f"AND m.document_id = d.id AND k.kind = ANY({param(list(filters.kinds))}::text[]))"
+        )
     if filters.ingested_after:
         conditions.append(f"d.updated_at >= {param(filters.ingested_after)}")
     if filters.ingested_before:

@@ -86,7 +86,7 @@ class Registrar:
             await self._guard.resolve(url)
         except UnsafeURLError as exc:
             raise RegistrationError(
-                f"{exc}; peers on an intranet can be allowed with the setting {ALLOW_SETTING}",
+                f"{exc}{exc.hint(ALLOW_SETTING)}",
                 field=field,
                 kind="unsafe-url",
             ) from None

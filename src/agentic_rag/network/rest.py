@@ -173,7 +173,7 @@ class NetworkRoutes:
             raise Problem(
                 422,
                 "unsafe-url",
-                f"{exc}; private addresses can be allowed with AGENTIC_RAG_PUSH_ALLOW_PRIVATE",
+                f"{exc}{exc.hint('AGENTIC_RAG_PUSH_ALLOW_PRIVATE')}",
             ) from None
         except A2AError as exc:
             raise _task_problem(exc) from None

@@ -55,6 +55,14 @@ class UnsafeURLError(ValueError):
         where = f" ({', '.join(subject)})" if subject else ""
         super().__init__(f"URL refused{where}: {rule}")
 
+    def hint(self, setting: str) -> str:
+        """What to add to the message: `setting` (an allow-list of hosts and networks) when it
+        can help, that is when the URL was refused for its address; nothing otherwise (a
+        scheme, credentials, a malformed URL)."""
+        if self.address is None:
+            return ""
+        return f"; an intranet's addresses can be allowed with the setting {setting}"
+
 
 @dataclass(frozen=True, slots=True)
 class PinnedURL:

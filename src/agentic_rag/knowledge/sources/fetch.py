@@ -148,7 +148,8 @@ class Fetcher:
         except TimeoutError:
             raise FetchError("timeout", f"no complete answer within {total:g} s") from None
         except UnsafeURLError as exc:
-            raise FetchError("refused", f"refused by the SSRF guard: {exc}") from None
+            hint = exc.hint("AGENTIC_RAG_INGEST_ALLOW_PRIVATE")
+            raise FetchError("refused", f"refused by the SSRF guard: {exc}{hint}") from None
         except httpx.TooManyRedirects as exc:
             raise FetchError("redirects", str(exc)) from None
         except httpx.TimeoutException as exc:
