@@ -10,7 +10,7 @@ the question and answers citing [1], in the wire format of OpenAI's chat complet
 
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,10 +72,15 @@ def counting_cross_encoder(directory: Path, word: str) -> int:
 
 
 class ChatDouble:
-    """The test double of a hosted LLM's OpenAI-compatible chat API."""
+    """The test double of a hosted LLM's OpenAI-compatible chat API. `answer` writes its answer
+    from the question's prompt (the sources and the question); by default it answers
+    "According to the sources, steam makes the crust crisp [1]."."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: Callable[[str], str] | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
+        self._answer = answer or (
+            lambda _: "According to the sources, steam makes the crust crisp [1]."
+        )
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
@@ -92,7 +97,7 @@ class ChatDouble:
             grades = {n: len(words & set(re.findall(r"\w+", text.lower()))) for n, text in passages}
             content = '{"grades": ' + str(grades).replace("'", '"') + "}"
         else:
-            content = "According to the sources, steam makes the crust crisp [1]."
+            content = self._answer(user)
         return JSONResponse(
             {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
         )

@@ -1,64 +1,124 @@
-"""Answers with numbered citations: synthesised by the LLM when one is configured, otherwise
-extractive (the best passages, quoted, saying that no LLM is configured)."""
+"""Answers with numbered citations: synthesised by the LLM when one is configured and checked
+against the passages it cites (grounding.py), otherwise extractive: whole sentences of the best
+passages that answer the question, quoted, numbered, with a line that says why they are quotes."""
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from agentic_rag.knowledge import grounding
 from agentic_rag.llm.chat import OpenAIChat
 
 NO_LLM = "No LLM is configured, so this answer quotes the best passages"
 NOTHING_FOUND = "Nothing in the knowledge base matches this question."
-QUOTE_CHARACTERS = 400
 QUOTED_PASSAGES = 3
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")  # sentences, and headings apart
-_WORD = re.compile(r"\w+")
+SENTENCES_PER_PASSAGE = 2
+ANSWER_TOKENS = 256
+"""Enough for a few cited sentences; a small local model that rambles is cut off sooner."""
 
 ANSWER_INSTRUCTIONS = (
-    "Answer the question using only the numbered sources. Cite every claim with the number of "
-    "its source in brackets, like [1] or [2][3]. If the sources do not contain the answer, say "
-    "so plainly. Be concise."
+    "Answer the question using only the numbered sources. End every sentence with the numbers "
+    "of the sources it comes from, in brackets, like [1] or [2][3]. Answer a yes/no question "
+    "with Yes or No first, as the sources say it. Copy names, numbers and commands exactly as "
+    "the sources write them. Say nothing the sources do not say. If the sources do not contain "
+    "the answer, say only: The sources do not say. Be concise: at most three sentences."
 )
 
+# A backslash before markdown punctuation ("foreign\_keys", "--\[no-\]guess") is an escape
+# the reader must not see: a copied command would be wrong.
+_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~=])")
+_FENCE = re.compile(r"^\s*(```|~~~).*$", re.MULTILINE)
+_EMPHASIS = re.compile(r"(\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w))")
+_HEADING = re.compile(r"^\s*#{1,6}\s+", re.MULTILINE)
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+", re.MULTILINE)
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}.*$", re.MULTILINE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(]?[A-Z0-9])")
+_WORD = re.compile(r"\w+")
+# Paragraphs, and each list item, heading, table row or code line: a line that is no block
+# of its own continues its paragraph (wrapped text).
+_BLOCK = re.compile(r"\n\s*\n|\n(?=\s*(?:(?:[-*+]|\d+[.)]|#{1,6})(?:\s|$)|\||```|~~~))")
 
-def numbered_sources(passages: Sequence[str]) -> str:
-    return "\n\n".join(f"[{i}] {p}" for i, p in enumerate(passages, start=1))
+
+@dataclass(frozen=True)
+class Synthesis:
+    """What the LLM answered, and the check's verdict on it."""
+
+    text: str
+    verdict: grounding.Verdict
 
 
-def extractive(query: str, passages: Sequence[str]) -> str:
-    """Quote the part of each of the best passages that shares most words with the query."""
-    if not passages:
-        return NOTHING_FOUND
-    lines = [f"{NO_LLM}:"]
-    for number, passage in enumerate(passages[:QUOTED_PASSAGES], start=1):
-        lines.append(f"[{number}] {_best_excerpt(query, passage)}")
+def unescaped(text: str) -> str:
+    """`text` without markdown backslash escapes (the extractor should leave none; this is the
+    last guard before a person or a model reads it)."""
+    return _ESCAPE.sub(r"\1", text)
+
+
+def plain(text: str) -> str:
+    """A passage as prose a person reads: no escapes, fences, emphasis, heading or list marks;
+    table rows as cells joined by semicolons."""
+    text = _FENCE.sub("", unescaped(text))
+    text = _TABLE_RULE.sub("", text)
+    text = _HEADING.sub("", text)
+    text = _BULLET.sub("", text)
+    text = text.replace("`", "")
+    text = _EMPHASIS.sub("", text)
+    lines = []
+    for line in text.splitlines():
+        if line.strip().startswith("|"):
+            line = "; ".join(cell.strip() for cell in line.strip().strip("|").split("|"))
+        lines.append(line)
     return "\n".join(lines)
 
 
-async def synthesised(llm: OpenAIChat, query: str, passages: Sequence[str]) -> str:
+def numbered_sources(passages: Sequence[str]) -> str:
+    return "\n\n".join(f"[{i}] {unescaped(p)}" for i, p in enumerate(passages, start=1))
+
+
+def prompt(query: str, passages: Sequence[str]) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": ANSWER_INSTRUCTIONS},
+        {
+            "role": "user",
+            "content": f"Sources:\n{numbered_sources(passages)}\n\nQuestion: {unescaped(query)}",
+        },
+    ]
+
+
+def extractive(query: str, passages: Sequence[str], *, why: str = NO_LLM) -> str:
+    """The sentences of each of the best passages that share most words with the query, whole,
+    in their order, numbered as the passages are; `why` says why this answer quotes."""
     if not passages:
         return NOTHING_FOUND
-    return await llm.complete(
-        [
-            {"role": "system", "content": ANSWER_INSTRUCTIONS},
-            {
-                "role": "user",
-                "content": f"Sources:\n{numbered_sources(passages)}\n\nQuestion: {query}",
-            },
-        ]
+    lines = [f"{why}:"]
+    for number, passage in enumerate(passages[:QUOTED_PASSAGES], start=1):
+        lines.append(f"[{number}] {best_sentences(query, passage)}")
+    return "\n".join(lines)
+
+
+async def synthesised(llm: OpenAIChat, query: str, passages: Sequence[str]) -> Synthesis:
+    """The LLM's answer from the numbered passages, and whether it is grounded in them."""
+    text = unescaped(
+        (await llm.complete(prompt(query, passages), max_tokens=ANSWER_TOKENS)).strip()
     )
+    plain_passages = [unescaped(p) for p in passages]
+    return Synthesis(text, grounding.check(query, text, plain_passages))
 
 
-def _best_excerpt(query: str, passage: str) -> str:
+def best_sentences(query: str, passage: str, count: int = SENTENCES_PER_PASSAGE) -> str:
+    """The `count` whole sentences of `passage` sharing most words with `query`, in order
+    (headings are titles, not answers: never quoted)."""
     words = {w.lower() for w in _WORD.findall(query)}
-    sentences = [s for s in _SENTENCE.split(passage.strip()) if s]
+    sentences = [
+        sentence
+        for block in _BLOCK.split(passage)
+        if not _HEADING.match(block)
+        for sentence in _SENTENCE_END.split(" ".join(plain(block).split()))
+        if _WORD.search(sentence)
+    ]
     if not sentences:
-        return passage[:QUOTE_CHARACTERS]
-    best = max(
-        range(len(sentences)),
-        key=lambda i: (len(words & {w.lower() for w in _WORD.findall(sentences[i])}), -i),
-    )
-    excerpt = " ".join(sentences[best:])
-    if len(excerpt) > QUOTE_CHARACTERS:
-        excerpt = excerpt[:QUOTE_CHARACTERS].rsplit(" ", 1)[0] + " ..."
-    return excerpt
+        return " ".join(plain(passage).split())
+    shared = [len(words & {w.lower() for w in _WORD.findall(s)}) for s in sentences]
+    chosen = sorted(range(len(sentences)), key=lambda i: (-shared[i], i))[:count]
+    if shared[chosen[0]] > 0:
+        chosen = [i for i in chosen if shared[i] > 0]
+    return " ".join(sentences[i] for i in sorted(chosen))

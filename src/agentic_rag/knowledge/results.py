@@ -79,6 +79,16 @@ class IngestedDocument(BaseModel):
     status: str = Field(description="created, updated or unchanged")
     chunks: int
     notes: list[str] = Field(default_factory=list)
+    coverage: float | None = Field(
+        None,
+        description="Web pages: the share of the page's text blocks (paragraphs, items, "
+        "cells, code, headings of 25+ characters) kept in the stored text",
+    )
+    extraction: str | None = Field(
+        None,
+        description="Web pages: 'main content', or 'whole page' when the main content alone "
+        "kept too little of the page (a note says how much)",
+    )
 
 
 class PageOutcome(BaseModel):

@@ -358,13 +358,22 @@ class Retrieval:
 
     async def _answer(self, query: str, hits: Sequence[SearchHit]) -> Answer:
         passages = [h.text for h in hits]
-        if self._llm is not None:
-            text, mode = await answers.synthesised(self._llm, query, passages), "llm"
+        note = rejected = None
+        if self._llm is not None and passages:
+            synthesis = await answers.synthesised(self._llm, query, passages)
+            if synthesis.verdict.grounded:
+                text, mode = synthesis.text, "llm"
+            else:
+                note = f"The LLM's answer was withheld because {synthesis.verdict.problem}"
+                text, mode = answers.extractive(query, passages, why=note), "extractive"
+                rejected = synthesis.text
         else:
             text, mode = answers.extractive(query, passages), "extractive"
         return Answer(
             text=text,
             mode=mode,
+            note=note,
+            rejected=rejected,
             citations=[
                 Citation(
                     number=i,

@@ -29,11 +29,13 @@ from agentic_rag.knowledge.results import (
     CrawlRequest,
     DocumentInfo,
     Explanation,
+    IngestedDocument,
     IngestSummary,
     PageOutcome,
     SourceInfo,
 )
 from agentic_rag.knowledge.retrieval import Retrieval, RetrievalConfig
+from agentic_rag.knowledge.sources.boilerplate import CrawlBoilerplate, SiteBlocks
 from agentic_rag.knowledge.sources.fetch import (
     PDF,
     Fetcher,
@@ -115,6 +117,7 @@ class KnowledgeService:
         self.store = KnowledgeStore(pool)
         self.jobs = JobStore(pool)
         self.trajectories = TrajectoryStore(pool)
+        self.site_blocks = SiteBlocks(pool)
         self.graph: DocumentGraph | None = None
         self._stack = AsyncExitStack()
 
@@ -230,6 +233,7 @@ class KnowledgeService:
             counted = await self._resume_crawl(run)
             remaining = replace(options, max_pages=max(1, options.max_pages - counted))
             stored_ids: dict[str, str] = {}  # the stored pages' documents, by URL
+            boilerplate = CrawlBoilerplate[Fetched](self.site_blocks, tenant)
 
             async def known(url: str) -> KnownPage | None:
                 source_id = run.summary.source_id  # none until the first page is stored
@@ -249,7 +253,8 @@ class KnowledgeService:
             pages = crawl(request.url, self.guard, remaining, frontier=frontier, known=known)
             async with aclosing(pages):
                 async for outcome in pages:
-                    await self._crawled(run, outcome, request.metadata, stored_ids)
+                    await self._crawled(run, outcome, request.metadata, stored_ids, boilerplate)
+            await self._redecided(run, boilerplate)
 
         arguments = request.model_dump(mode="json")
         return await self.ingestion.run_job(tenant, job_id, "url", arguments, report, body)
@@ -275,15 +280,17 @@ class KnowledgeService:
         outcome: CrawlOutcome,
         metadata: dict[str, Any],
         stored_ids: Mapping[str, str],
+        boilerplate: CrawlBoilerplate[Fetched],
     ) -> None:
         tenant, job_id, summary = run.tenant, run.job.id, run.summary
         done = summary.ingested + summary.unchanged
         if isinstance(outcome, Fetched):
             outcome.document.metadata = {**outcome.document.metadata, **metadata}
+            document = await boilerplate.filtered(outcome.document, outcome)
             try:
                 stored = await self.ingestion.store_document(
                     run,
-                    outcome.document,
+                    document,
                     etag=outcome.validators.etag,
                     last_modified=outcome.validators.last_modified,
                     links=outcome.links,
@@ -292,6 +299,7 @@ class KnowledgeService:
                 _note_outcome(summary, "skipped", outcome.url, str(exc))
                 await self.jobs.page_done(tenant, job_id, outcome.url, "skipped", reason=str(exc))
                 return
+            _reading(stored, document)
             state = "unchanged" if stored.status == "unchanged" else "ingested"
             await self.jobs.page_done(
                 tenant, job_id, outcome.url, state, document_id=stored.document_id
@@ -313,6 +321,35 @@ class KnowledgeService:
             _note_outcome(summary, state, outcome.url, reason)
             await self.jobs.page_done(tenant, job_id, outcome.url, state, reason=reason)
             await run.progress(f"{state} {outcome.url}: {reason}")
+
+    async def _redecided(self, run: JobRun, boilerplate: CrawlBoilerplate[Fetched]) -> None:
+        """Pages stored before the crawl knew their site's boilerplate (its first pages) are
+        stored again without it; the summary counts each page once."""
+        summary = run.summary
+        for outcome, document in await boilerplate.redecided():
+            first = next((d for d in summary.documents if d.uri == document.uri), None)
+            counts = summary.ingested, summary.unchanged, summary.chunks, len(summary.documents)
+            try:
+                stored = await self.ingestion.store_document(
+                    run,
+                    document,
+                    etag=outcome.validators.etag,
+                    last_modified=outcome.validators.last_modified,
+                    links=outcome.links,
+                )
+            except SkillError:  # nothing left to index: the page stays as first stored
+                continue
+            summary.ingested, summary.unchanged, summary.chunks = counts[:3]
+            del summary.documents[counts[3] :]
+            if first is None:
+                continue
+            summary.chunks += stored.chunks - first.chunks if first.status != "unchanged" else 0
+            if first.status == "unchanged" and stored.status != "unchanged":
+                summary.unchanged, summary.ingested = summary.unchanged - 1, summary.ingested + 1
+                summary.chunks += stored.chunks
+                first.status = "updated"
+            first.chunks, first.notes = stored.chunks, stored.notes
+            _reading(first, document)
 
     async def ingest_pdf(
         self,
@@ -548,3 +585,11 @@ def document_info(stored: StoredDocument) -> DocumentInfo:
         updated_at=stored.updated_at,
         text=stored.text,
     )
+
+
+def _reading(ingested: IngestedDocument, document: ExtractedDocument) -> None:
+    """The per-page result of a web page says how it was read (sources/html_page.py)."""
+    extraction = document.metadata.get("extraction")
+    if isinstance(extraction, dict):
+        ingested.coverage = extraction.get("coverage")
+        ingested.extraction = extraction.get("method")
