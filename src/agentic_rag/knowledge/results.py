@@ -58,8 +58,19 @@ class Citation(BaseModel):
 
 class Answer(BaseModel):
     text: str
-    mode: str = Field(description="llm, or extractive when no LLM is configured")
+    mode: str = Field(
+        description="llm, or extractive: quotes, when no LLM is configured or its answer failed "
+        "the grounding check"
+    )
     citations: list[Citation]
+    note: str | None = Field(
+        default=None,
+        description="Why the LLM's answer was replaced by quotes: what the grounding check found",
+    )
+    rejected: str | None = Field(
+        default=None,
+        description="The LLM's answer that failed the grounding check, for inspection only",
+    )
 
 
 class SearchResult(BaseModel):
