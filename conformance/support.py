@@ -389,6 +389,20 @@ class Rpc:
         assert result.get("kind") == "task", f"expected a Task, got {_short(result)}"
         return result
 
+    def send_follow_up(self, text: str, **options: Any) -> dict[str, Any]:
+        """`message/send` to a final task (`task_id` in options): the answer is an agent Message
+        whose `taskId` is the follow-up task the message started and whose `referenceTaskIds`
+        name the final task; returns that Message."""
+        final_id = options["task_id"]
+        message = self.send(text, **options)
+        assert message.get("kind") == "message", f"expected a Message, got {_short(message)}"
+        assert message["role"] == "agent"
+        assert message["referenceTaskIds"] == [final_id]
+        assert message["taskId"] != final_id
+        named = " ".join(texts(message["parts"]))
+        assert final_id in named and message["taskId"] in named, named
+        return message
+
     def get_task(self, task_id: str, history_length: int | None = None) -> dict[str, Any]:
         params: dict[str, Any] = {"id": task_id}
         if history_length is not None:

@@ -114,7 +114,8 @@ NO_ID = {key: value for key, value in VALID_GET.items() if key != "id"}
         ({key: value for key, value in NO_ID.items() if key != "params"}, -32602),
         ({**NO_ID, "method": "message/send", "params": None}, -32602),
         (NO_ID, -32600),
-        ({**NO_ID, "params": {}}, -32600),
+        ({**NO_ID, "params": {}}, -32602),
+        ({**NO_ID, "method": "message/send", "params": {"message": {"role": "user"}}}, -32602),
     ],
     ids=[
         "jsonrpc-missing",
@@ -128,14 +129,15 @@ NO_ID = {key: value for key, value in VALID_GET.items() if key != "id"}
         "params-null",
         "otherwise-valid",
         "params-invalid-but-an-object",
+        "send-params-invalid-but-an-object",
     ],
 )
 def test_a_request_without_an_id_is_told_the_first_thing_wrong_with_it(
     rpc: Rpc, request_object: dict[str, Any], code: int
 ) -> None:
-    """§12.1: checked in order: structure (-32600), method (-32601), params not an object
-    (-32602), and only then the missing id (-32600: notifications are not supported, every
-    A2A method has a result). Always HTTP 200 with `"id": null`."""
+    """§12.1: checked in order: structure (-32600), method (-32601), params not an object or
+    invalid for the method (-32602), and only then the missing id (-32600: notifications are
+    not supported, every A2A method has a result). Always HTTP 200 with `"id": null`."""
     assert "id" not in request_object
     envelope = check_envelope(
         rpc.post_json(request_object), definition="JSONRPCErrorResponse", expected_id=None

@@ -194,15 +194,17 @@ def _user_messages(task: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_a_message_to_a_final_task_starts_a_follow_up_task_in_its_context(rpc: Rpc) -> None:
     """§4, §12.4: a final task cannot be restarted; the message starts a new task in the same
-    context whose message references the final one (`referenceTaskIds`), and the answer is
-    that task, run to its end."""
+    context whose message references the final one (`referenceTaskIds`), and the answer is an
+    agent Message naming both tasks (the 0.2.x/0.3 test kits accept the same task or a Message);
+    the follow-up runs to its end."""
     task = rpc.send_task("hello")
-    follow_up = rpc.send_task("once more", task_id=task["id"], context_id=task["contextId"])
-    assert follow_up["id"] != task["id"]
+    notice = rpc.send_follow_up("once more", task_id=task["id"], context_id=task["contextId"])
+    assert notice["contextId"] == task["contextId"]
+    follow_up = rpc.wait_for_state(notice["taskId"], FINAL_STATES)
     assert follow_up["contextId"] == task["contextId"]
     assert state(follow_up) == "completed"
     assert "once more" in "".join(artifact_texts(follow_up))
-    (message,) = _user_messages(rpc.get_task(follow_up["id"]))
+    (message,) = _user_messages(follow_up)
     assert message["taskId"] == follow_up["id"]
     assert message["referenceTaskIds"] == [task["id"]]
     assert texts(message["parts"]) == ["once more"]
@@ -214,8 +216,8 @@ def test_a_message_to_a_final_task_without_a_context_id_follows_it_up_in_its_con
     """§12.4: the `taskId` alone names the final task; the follow-up joins its context."""
     task = rpc.send_task("fail")
     assert state(task) == "failed"
-    follow_up = rpc.send_task("try again", task_id=task["id"])
-    assert follow_up["id"] != task["id"]
+    notice = rpc.send_follow_up("try again", task_id=task["id"])
+    follow_up = rpc.wait_for_state(notice["taskId"], FINAL_STATES)
     assert follow_up["contextId"] == task["contextId"]
     assert state(follow_up) == "completed"
 
@@ -225,7 +227,8 @@ def test_a_message_to_a_final_task_leaves_the_task_unchanged(rpc: Rpc) -> None:
     status nor its history."""
     task = rpc.send_task("hello")
     before = rpc.get_task(task["id"])
-    rpc.send_task("once more", task_id=task["id"], context_id=task["contextId"])
+    notice = rpc.send_follow_up("once more", task_id=task["id"], context_id=task["contextId"])
+    rpc.wait_for_state(notice["taskId"], FINAL_STATES)
     after = rpc.get_task(task["id"])
     assert after == before
     assert after["status"] == task["status"] and after["history"] == task["history"]
@@ -242,31 +245,30 @@ def test_the_follow_up_keeps_the_references_the_client_gave(rpc: Rpc) -> None:
         referenceTaskIds=[earlier["id"]],
     )
     params = {"message": message, "configuration": {"acceptedOutputModes": ["text/plain"]}}
-    follow_up = rpc.result("message/send", params)
-    (sent,) = _user_messages(rpc.get_task(follow_up["id"]))
+    notice = rpc.result("message/send", params)
+    assert notice["kind"] == "message" and notice["referenceTaskIds"] == [task["id"]]
+    (sent,) = _user_messages(rpc.get_task(notice["taskId"]))
     assert sent["referenceTaskIds"] == [earlier["id"], task["id"]]
 
 
 def test_a_retried_message_to_a_final_task_runs_its_follow_up_once(rpc: Rpc) -> None:
-    """§12.3, §12.4: the same `messageId` again answers the same follow-up task; its skill
+    """§12.3, §12.4: the same `messageId` again names the same follow-up task; its skill
     does not run again."""
     task = rpc.send_task("hello")
     message_id = new_id("msg-")
-    first = rpc.send_task("once more", task_id=task["id"], message_id=message_id)
-    again = rpc.send_task("once more", task_id=task["id"], message_id=message_id)
-    assert again["id"] == first["id"] != task["id"]
-    follow_up = rpc.get_task(first["id"])
+    first = rpc.send_follow_up("once more", task_id=task["id"], message_id=message_id)
+    again = rpc.send_follow_up("once more", task_id=task["id"], message_id=message_id)
+    assert again["taskId"] == first["taskId"]
+    follow_up = rpc.wait_for_state(first["taskId"], FINAL_STATES)
     assert [m["messageId"] for m in _user_messages(follow_up)] == [message_id]
     assert len(follow_up["artifacts"]) == 1
 
 
-def test_a_non_blocking_message_to_a_final_task_answers_the_follow_up_at_once(rpc: Rpc) -> None:
-    """§12.4, §12.5: `blocking: false` answers the follow-up task as created."""
+def test_a_non_blocking_message_to_a_final_task_answers_at_once(rpc: Rpc) -> None:
+    """§12.4, §12.5: `blocking: false` answers the same Message; the follow-up runs on."""
     task = rpc.send_task("hello")
-    follow_up = rpc.send_task("task 3 100", task_id=task["id"], blocking=False)
-    assert follow_up["id"] != task["id"]
-    assert state(follow_up) in ("submitted", "working")
-    assert state(rpc.wait_for_state(follow_up["id"], FINAL_STATES)) == "completed"
+    notice = rpc.send_follow_up("task 3 100", task_id=task["id"], blocking=False)
+    assert state(rpc.wait_for_state(notice["taskId"], FINAL_STATES)) == "completed"
 
 
 def test_a_follow_up_task_may_reference_a_final_one(rpc: Rpc) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conformance.support import Rpc, SseEvent, send_params, state
+from conformance.support import FINAL_STATES, Rpc, SseEvent, send_params, state
 
 
 def _kinds(events: list[SseEvent]) -> list[str]:
@@ -138,21 +138,24 @@ def test_message_stream_continues_an_input_required_task(rpc: Rpc) -> None:
     assert state(rpc.get_task(asked["id"])) == "completed"
 
 
-def test_message_stream_to_a_final_task_streams_its_follow_up(rpc: Rpc) -> None:
-    """§12.4: a `message/stream` naming a final task streams the follow-up task it starts in
-    the same context, from the new task to its final status."""
+def test_message_stream_to_a_final_task_answers_one_message_naming_its_follow_up(
+    rpc: Rpc,
+) -> None:
+    """§12.4: a `message/stream` naming a final task answers as `message/send` does: one agent
+    Message naming the follow-up task it started in the same context, and the stream ends; the
+    follow-up runs to its end and the final task is as it was."""
     task = rpc.send_task("hello")
     params = send_params("task 2 50", task_id=task["id"], context_id=task["contextId"])
     with rpc.stream("message/stream", params) as stream:
         events = stream.until_closed()
-    first, last = events[0], events[-1]
-    assert first.kind == "task"
-    assert first.result["id"] != task["id"]
-    assert first.result["contextId"] == task["contextId"]
-    assert first.result["history"][0]["referenceTaskIds"] == [task["id"]]
-    assert all(event.task_id == first.result["id"] for event in events)
-    assert last.kind == "status-update" and state(last.result) == "completed"
-    assert last.result["final"] is True
+    (only,) = events
+    assert only.kind == "message"
+    assert only.result["role"] == "agent"
+    assert only.result["referenceTaskIds"] == [task["id"]]
+    follow_up = rpc.wait_for_state(only.result["taskId"], FINAL_STATES)
+    assert follow_up["contextId"] == task["contextId"]
+    assert follow_up["history"][0]["referenceTaskIds"] == [task["id"]]
+    assert state(follow_up) == "completed"
     assert rpc.get_task(task["id"]) == task  # the final task is as it was
 
 

@@ -2,6 +2,7 @@
 last clean stop, whatever crashed before; and started again after it was killed itself."""
 
 import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from agentic_rag.storage.embedded import (
     EmbeddedPostgres,
     default_shared_buffers_mb,
     postgres_processes,
+    system_user,
 )
 from tests.live import free_port
 from tests.rpc import call, text_message
@@ -221,3 +223,19 @@ async def test_by_default_postgres_gets_a_quarter_of_the_memory_up_to_4_gb(
     finally:
         await conn.close()
     assert int(pages) * 8 // 1024 == expected
+
+
+def test_the_server_user_is_created_even_when_path_lacks_the_sbin_directories(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As root, a PATH without /usr/sbin (a login shell of `su` without `-`) still finds useradd:
+    the user is created, not a FileNotFoundError traceback."""
+    assert os.geteuid() == 0, "these machines run the tests as root"
+    name = f"agentic_rag_test_{os.getpid()}"
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    try:
+        user = system_user(name)
+        assert user.pw_name == name
+        assert pwd.getpwnam(name).pw_uid == user.pw_uid
+    finally:
+        subprocess.run(["/usr/sbin/userdel", name], check=False, capture_output=True)

@@ -9,6 +9,7 @@ conformance suite, conformance/test_messages.py, covers one worker).
 import asyncio
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,8 @@ def test_a_message_to_a_final_task_received_by_two_workers_starts_one_follow_up(
             final = call(a, "message/send", {"message": text_message("hello")})["result"]
             message = text_message(f"again {round_}", taskId=final["id"])
             answers = send_at_once([a, b], {"message": message})
-            follow_ups = {answer["result"]["id"] for answer in answers}
+            assert all(answer["result"]["kind"] == "message" for answer in answers), answers
+            follow_ups = {answer["result"]["taskId"] for answer in answers}
             assert len(follow_ups) == 1, answers
             (follow_up_id,) = follow_ups
             follow_up = wait_until_final(b, follow_up_id)
@@ -143,14 +145,13 @@ def test_a_message_to_a_final_task_received_by_two_workers_starts_one_follow_up(
             assert call(b, "tasks/get", {"id": final["id"]})["result"] == final
 
 
-def test_a_blocking_retry_on_another_worker_answers_the_follow_up_as_it_ends(
+def test_a_blocking_retry_on_another_worker_answers_the_task_as_it_ends(
     database_url: str, data_dir: Path
 ) -> None:
     """A retry that reaches a worker which does not run the task follows it through the log,
     and answers with the task as it ended, as the worker that runs it would."""
     with two_workers(database_url, data_dir) as (a, b):
-        final = call(a, "message/send", {"message": text_message("hello")})["result"]
-        message = text_message("task 5 100", taskId=final["id"])
+        message = text_message("task 5 100", taskId=f"client-chosen-{uuid.uuid4()}")
         first = call(a, "message/send", {"message": message, "configuration": {"blocking": False}})
         retried = call(b, "message/send", {"message": message})["result"]
         ended = call(a, "tasks/get", {"id": first["result"]["id"]})["result"]

