@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agentic_rag.config import Settings
 from agentic_rag.observability import metrics as observed
+from agentic_rag.observability.failures import RepeatedFailure
 from agentic_rag.observability.logging import (
     REQUEST_ID,
     json_formatter,
@@ -584,3 +585,31 @@ def test_every_metric_is_documented_with_its_labels() -> None:
         )
         documented = {label.strip(" `") for label in rows[0].split("|")[3].split(",")}
         assert documented == set(collector._labelnames), name
+
+
+async def test_a_loop_that_keeps_failing_logs_once_then_once_when_it_works_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A background loop during an outage: the first failure with its traceback, nothing for
+    the next ones, then one line with the count when an attempt works; a later outage is
+    logged again. The attempts are real connections to a port where nothing listens."""
+    log = logging.getLogger("agentic_rag.test.outage")
+    outage = RepeatedFailure(log, "looking for work")
+    port = free_port()
+
+    async def attempt() -> None:
+        await asyncpg.connect(f"postgresql://nobody@127.0.0.1:{port}/none", timeout=2)
+
+    with caplog.at_level(logging.INFO, logger=log.name):
+        for _ in range(2):
+            for _ in range(5):
+                try:
+                    await attempt()
+                except OSError:
+                    outage.failed()
+            outage.succeeded()
+    records = [(r.levelname, r.getMessage(), r.exc_info is not None) for r in caplog.records]
+    failed = ("ERROR", "looking for work failed; retrying quietly until it succeeds again", True)
+    assert [r[:1] + r[2:] for r in records] == [("ERROR", True), ("WARNING", False)] * 2
+    assert records[0] == records[2] == failed
+    assert records[1][1].startswith("looking for work works again after 5 failed attempts in ")

@@ -25,6 +25,7 @@ import asyncpg
 import orjson
 
 from agentic_rag.a2a.store import TASK_EVENTS_CHANNEL
+from agentic_rag.observability.failures import RepeatedFailure
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,7 @@ class Cluster:
         await self._conn.add_listener(MESSAGE_CHANNEL, self._message_piece)
 
     async def _sweep(self, sweep: Callable[[], Awaitable[object]], seconds: float) -> None:
+        outage = RepeatedFailure(log, f"worker {self.worker}: the sweep")
         while True:
             await asyncio.sleep(seconds)
             try:
@@ -119,8 +121,9 @@ class Cluster:
                     if self._conn.is_closed():
                         await self._renew()
                 await sweep()
+                outage.succeeded()
             except Exception:  # the database may be down for a while: try again next time
-                log.exception("worker %d: the sweep failed", self.worker)
+                outage.failed()
 
     async def _renew(self) -> None:
         """Take the lease again on a new connection, after the database dropped the old one.

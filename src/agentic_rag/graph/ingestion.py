@@ -22,6 +22,7 @@ from agentic_rag.graph.cost import episode_cost
 from agentic_rag.graph.queue import EpisodeQueue, QueuedEpisode
 from agentic_rag.graph.service import GraphService
 from agentic_rag.observability import metrics
+from agentic_rag.observability.failures import RepeatedFailure
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +57,14 @@ class EpisodeIngestion:
         await self._queue.release(self._worker)
 
     async def _run(self) -> None:
+        outage = RepeatedFailure(log, "graph ingestion: looking for queued episodes")
         while True:
             self._wake.clear()
             try:
                 await self._fill()
+                outage.succeeded()
             except Exception:  # the database may be down for a while: try again next time
-                log.exception("graph ingestion: looking for queued episodes failed")
+                outage.failed()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), POLL_SECONDS)
 

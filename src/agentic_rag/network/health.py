@@ -15,6 +15,7 @@ import logging
 from agentic_rag.network.cards import CARD_LIMITS, CardFetcher
 from agentic_rag.network.peers import Peer
 from agentic_rag.network.registry import PeerRegistry
+from agentic_rag.observability.failures import RepeatedFailure
 from agentic_rag.observability.metrics import record_peer_health
 
 log = logging.getLogger(__name__)
@@ -88,13 +89,15 @@ class HealthMonitor:
         return min(max(due + WAKE_SLACK, MIN_SLEEP), longest)
 
     async def _run(self) -> None:
+        outage = RepeatedFailure(log, "the peer health check")
         while True:
             pause = min(self.interval, self.timeout)
             try:
                 await self.check()
                 pause = await self.next_sleep()
+                outage.succeeded()
             except Exception:  # the database may be down for a while: try again next time
-                log.exception("the peer health check failed")
+                outage.failed()
             await asyncio.sleep(pause)
 
 
