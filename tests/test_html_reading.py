@@ -148,3 +148,26 @@ def test_a_main_region_that_misses_most_of_the_page_falls_back_to_the_whole_page
     assert document.notes == [
         "read as a whole page (100.0% of its 7 text blocks kept): its main content alone kept 14.3%"
     ]
+
+
+def test_nested_lists_and_code_inside_items_keep_their_shape() -> None:
+    page = (
+        "<html><body><main><h1>Install</h1><ol>"
+        "<li>Download the archive from the release page.<ul>"
+        "<li>Check its signature first.</li></ul></li>"
+        "<li>Unpack it:<pre>tar xf release.tar.gz\n```not a fence```\n```</pre></li>"
+        "<li>Run the installer.</li></ol></main></body></html>"
+    )
+    sections = read_html(page, "https://docs.example/install").document.sections
+    assert [(s.kind, s.text) for s in sections] == [
+        ("heading", "Install"),
+        (
+            "list",
+            "1. Download the archive from the release page.\n"
+            "  - Check its signature first.\n"
+            "2. Unpack it:",
+        ),
+        ("code", "````\ntar xf release.tar.gz\n```not a fence```\n```\n````"),
+        ("list", "3. Run the installer."),
+    ]
+    assert all(s.heading_path == ("Install",) for s in sections)

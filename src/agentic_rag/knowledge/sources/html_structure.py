@@ -117,12 +117,6 @@ def html_sections(region: HtmlElement) -> list[Section]:
     return converter.sections
 
 
-def visible_text(element: HtmlElement) -> str:
-    """`element`'s text with whitespace collapsed, leaving out what is not shown (scripts,
-    styles, chrome)."""
-    return " ".join("".join(_texts(element, keep_tail=False)).replace(BREAK, " ").split())
-
-
 def _texts(element: HtmlElement, *, keep_tail: bool = True) -> Iterator[str]:
     if not is_chrome(element):
         if element.tag == "br":
@@ -159,9 +153,9 @@ def _has_blocks(element: HtmlElement) -> bool:
 
 
 def _fence(code: str) -> str:
-    """`code` as a fenced block, its fence longer than any run of backticks inside it."""
-    longest = max((len(run) for run in code.split("\n") if set(run.strip()) == {"`"}), default=0)
-    fence = "`" * max(3, longest + 1)
+    """`code` as a fenced block, its fence longer than any fence-like line inside it."""
+    inner = re.findall(r"^ *(`{3,})", code, flags=re.MULTILINE)
+    fence = "`" * max([3, *(len(run) + 1 for run in inner)])
     return f"{fence}\n{code}\n{fence}"
 
 
