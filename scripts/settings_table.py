@@ -45,6 +45,8 @@ def type_name(annotation: Any) -> str:
         return " or ".join(type_name(a) for a in present)
     if origin is typing.Literal:
         return " \\| ".join(f"`{a}`" for a in args)
+    if origin is list and args == (str,):
+        return "comma-separated or JSON list"
     if origin is list:
         return "JSON list"
     if origin is dict:

@@ -707,3 +707,32 @@ async def test_the_transport_logs_its_start_once_and_nothing_per_request(
     assert not [m for m in info if "Terminating session" in m]
     # Demoted, not dropped: asked for DEBUG, the SDK's line is there.
     assert (logging.DEBUG, "Terminating session: None") in lines
+
+
+# -- a GET from a browser -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "accept",
+    ["*/*", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", None],
+    ids=["curl", "browser", "none"],
+)
+async def test_a_get_from_a_client_that_takes_no_event_stream_is_told_what_mcp_is(
+    watched: Watched, accept: str | None
+) -> None:
+    """Not a stream that never ends: 405 with a short explanation, at once."""
+    headers = {"Accept": accept} if accept is not None else {}
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.get(watched.mcp, headers=headers)
+    assert response.status_code == 405
+    assert "POST" in response.headers["allow"]
+    assert "MCP endpoint" in response.text and "text/event-stream" in response.text
+
+
+async def test_a_get_that_asks_for_an_event_stream_still_gets_one(watched: Watched) -> None:
+    async with (
+        httpx.AsyncClient(timeout=10) as http,
+        http.stream("GET", watched.mcp, headers={"Accept": "text/event-stream"}) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")

@@ -30,7 +30,7 @@ def inspector_installed() -> None:
     if (ROOT / "node_modules" / ".bin" / "mcp-inspector").exists():
         return
     npm = shutil.which("npm")
-    assert npm is not None, "npm is needed for the MCP Inspector tests (Node.js >= 22.19)"
+    assert npm is not None, "npm is needed for the MCP Inspector tests (Node.js >= 20.19)"
     subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=ROOT, check=True, timeout=600)
 
 

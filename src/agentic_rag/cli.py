@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_settings import SettingsError
 
 from agentic_rag.config import Settings, env_name, setting_errors
 from agentic_rag.knowledge.errors import EmbeddingError, EmbeddingModelMismatch
@@ -168,13 +169,33 @@ def _doctor(args: argparse.Namespace) -> int:
 # -- the parsers ------------------------------------------------------------------------------
 
 
-async def _open_skills(args: argparse.Namespace) -> "Skills":
-    """The skills on the server at --url, else on the local data as --tenant."""
+async def _open_skills(args: argparse.Namespace, *, via_server: bool = False) -> "Skills":
+    """The skills on the server at --url, else on the local data as --tenant. `via_server`:
+    on the server that holds the local data directory if one runs (its models are loaded),
+    as long as it is the `local` tenant's data that is asked for; a note says which."""
     from agentic_rag.skill_client import LocalSkills, RemoteSkills
 
     if args.url:
         return RemoteSkills(args.url, args.api_key)
-    return await LocalSkills(Settings(**_overrides(args)), args.tenant).start()
+    settings = Settings(**_overrides(args))
+    if via_server and args.tenant == "local":
+        from agentic_rag.running import running_server
+
+        server = running_server(settings.data_dir, settings.database_url)
+        if server is not None:
+            print(
+                f"agentic-rag {args.command}: asking the server at {server.url} (pid "
+                f"{server.pid}), which holds {settings.data_dir}",
+                file=sys.stderr,
+            )
+            return RemoteSkills(server.url, args.api_key)
+    if via_server:
+        print(
+            f"agentic-rag {args.command}: loading the models in this process (seconds; a "
+            "running `agentic-rag serve` on this data directory would answer at once)",
+            file=sys.stderr,
+        )
+    return await LocalSkills(settings, args.tenant).start()
 
 
 def _knowledge(args: argparse.Namespace) -> int:
@@ -182,7 +203,7 @@ def _knowledge(args: argparse.Namespace) -> int:
     from agentic_rag.knowledge import commands
 
     async def run() -> int:
-        skills = await _open_skills(args)
+        skills = await _open_skills(args, via_server=args.command == "query")
         try:
             if args.command == "ingest":
                 return await commands.ingest(
@@ -192,7 +213,7 @@ def _knowledge(args: argparse.Namespace) -> int:
                 return await commands.query(
                     skills, args.question, top_k=args.top_k, reranker=args.reranker
                 )
-            return await commands.sources(skills)
+            return await commands.sources(skills, args.source_id)
         finally:
             await skills.aclose()
 
@@ -393,7 +414,16 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["rrf", "mmr", "cross-encoder", "llm"],
         help="rerank the fused hits (default: none)",
     )
-    sources = commands.add_parser("sources", help="list what the knowledge base holds")
+    sources = commands.add_parser(
+        "sources",
+        help="list what the knowledge base holds; with SOURCE_ID, that source's documents",
+    )
+    sources.add_argument(
+        "source_id",
+        nargs="?",
+        metavar="SOURCE_ID",
+        help="list this source's documents (ids, titles, URIs) instead of the sources",
+    )
     for command in (ingest, query, sources):
         _add_target_options(command)
         command.set_defaults(run=_knowledge, log_level="warning")
@@ -487,6 +517,9 @@ def _run(args: argparse.Namespace) -> int:
         for field, message in setting_errors(invalid):
             where = f"setting {field} ({env_name(field)})" if field else "settings"
             print(f"agentic-rag: {where}: {message}", file=sys.stderr)
+        return 2
+    except SettingsError as invalid:  # a setting pydantic-settings itself could not read
+        print(f"agentic-rag: settings: {invalid}", file=sys.stderr)
         return 2
     except EmbeddedPostgresError as failed:
         print(f"agentic-rag: {failed}", file=sys.stderr)

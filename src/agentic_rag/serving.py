@@ -38,6 +38,7 @@ from agentic_rag.config import Settings, environment
 from agentic_rag.graph.embedded import EmbeddedFalkorDB, EmbeddedFalkorDBError
 from agentic_rag.observability.logging import configure_logging
 from agentic_rag.observability.metrics import METRICS_DIR_VARIABLE
+from agentic_rag.running import advertise, local_url
 from agentic_rag.storage.database import embedded_postgres
 from agentic_rag.storage.embedded import EmbeddedPostgresError
 
@@ -82,6 +83,9 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
             log.info("data in %s", settings.data_dir.resolve())
         else:
             log.info("database from DATABASE_URL")
+        # `agentic-rag query` on this data directory and database asks this server (running.py).
+        url = local_url(settings.host, settings.port)
+        stack.enter_context(advertise(settings.data_dir, url, settings.database_url))
         refusal = (
             _exposure_refusal(settings, dsn)
             or _embedding_refusal(settings, dsn)

@@ -1,4 +1,4 @@
-"""The knowledge commands of the CLI: `agentic-rag ingest | query | sources | reembed`.
+"""The knowledge commands of the CLI: `agentic-rag ingest | query | sources [SOURCE] | reembed`.
 
 `ingest`, `query` and `sources` call the skills (agentic_rag.skill_client), on the local data
 directory or on a running server; `reembed` works on the database itself.
@@ -19,6 +19,8 @@ from agentic_rag.skill_commands import progress_bar
 _URL = re.compile(r"https?://\S+", re.IGNORECASE)
 _YOUTUBE = re.compile(r"(?:https?://)?(?:www\.|m\.)?(?:youtube\.com|youtu\.be)/\S+", re.IGNORECASE)
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".rst", ".text", ""}
+# Documents `sources SOURCE_ID` lists (the list_documents skill's most).
+DOCUMENTS_LISTED = 1000
 
 
 def ingestion_call(target: str, *, depth: int, max_pages: int) -> tuple[str, dict[str, Any]]:
@@ -74,7 +76,10 @@ async def query(
     return 0
 
 
-async def sources(skills: Skills, *, out: TextIO = sys.stdout) -> int:
+async def sources(skills: Skills, source_id: str | None = None, *, out: TextIO = sys.stdout) -> int:
+    """The sources with their counts; with `source_id`, that source's documents."""
+    if source_id is not None:
+        return await documents(skills, source_id, out=out)
     try:
         data, _ = result_of(await skills.call("list_sources", {}, lambda _: None))
     except SkillCallError as exc:
@@ -86,6 +91,28 @@ async def sources(skills: Skills, *, out: TextIO = sys.stdout) -> int:
         print(
             f"{source['source_id']}  {source['kind']:<8} {source['documents']:>5} docs "
             f"{source['chunks']:>7} chunks  {source['uri']}",
+            file=out,
+        )
+    return 0
+
+
+async def documents(skills: Skills, source_id: str, *, out: TextIO = sys.stdout) -> int:
+    arguments = {"source_id": source_id, "limit": DOCUMENTS_LISTED}
+    try:
+        data, _ = result_of(await skills.call("list_documents", arguments, lambda _: None))
+    except SkillCallError as exc:
+        print(f"agentic-rag sources: {exc}", file=sys.stderr)
+        return 1
+    for document in data["documents"]:
+        print(
+            f"{document['document_id']}  {document['chunks']:>5} chunks  {document['title']}  "
+            f"{document['uri']}",
+            file=out,
+        )
+    if len(data["documents"]) == DOCUMENTS_LISTED:
+        print(
+            f"(the first {DOCUMENTS_LISTED}; `agentic-rag call list_documents source_id="
+            f"{source_id} offset:={DOCUMENTS_LISTED}` lists the next)",
             file=out,
         )
     return 0

@@ -20,6 +20,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -87,9 +88,30 @@ class _ByAccept:
         # `Mcp-Name`, `Mcp-Method` and `MCP-Protocol-Version` with the body verbatim.
         headers = [(name, value.strip(_OWS)) for name, value in scope["headers"]]
         scope = {**scope, "headers": headers}
-        _, accepts_sse = check_accept_headers(Request(scope))
+        request = Request(scope)
+        if request.method == "GET" and not _names_event_stream(request.headers.get("accept", "")):
+            # A browser or plain curl: the SDK would open an event stream that never ends.
+            await _NOT_A_STREAM_CLIENT(scope, receive, send)
+            return
+        _, accepts_sse = check_accept_headers(request)
         manager = self._sse if accepts_sse else self._json
         await manager.handle_request(scope, receive, send)
+
+
+_NOT_A_STREAM_CLIENT = PlainTextResponse(
+    "This is an MCP endpoint (Streamable HTTP). MCP clients POST JSON-RPC requests here; a GET "
+    "opens an event stream only for a client that accepts text/event-stream. The server's "
+    "home page (/) says how to connect.\n",
+    status_code=405,
+    headers={"Allow": "POST, GET, DELETE"},
+)
+
+
+def _names_event_stream(accept: str) -> bool:
+    """Whether an Accept header names text/event-stream itself (not */* or text/*)."""
+    return any(
+        part.split(";", 1)[0].strip().lower() == "text/event-stream" for part in accept.split(",")
+    )
 
 
 class _StatelessNoise(logging.Filter):

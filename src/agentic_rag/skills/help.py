@@ -1,5 +1,6 @@
 """The `help` skill: what this agent can do, and how to call each skill."""
 
+import json
 import re
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,8 @@ class HelpOutput(BaseModel):
 
 
 def _render(output: HelpOutput) -> str:
+    """Each skill with its arguments; one skill (a topic that names it) with its whole input
+    schema too."""
     lines = [output.how_to_call, ""]
     for skill in output.skills:
         lines.append(f"- {skill.name}: {skill.description}")
@@ -45,6 +48,9 @@ def _render(output: HelpOutput) -> str:
             args = ", ".join(f"{n}{'' if n in required else '?'}" for n in properties)  # type: ignore[operator]
             lines.append(f"  arguments: {args}")
         lines.extend(f"  example: {e}" for e in skill.examples)
+        if len(output.skills) == 1:
+            schema = json.dumps(skill.input_schema, indent=2, ensure_ascii=False)
+            lines += ["  input schema:", *(f"    {line}" for line in schema.splitlines())]
     return "\n".join(lines)
 
 
