@@ -259,3 +259,51 @@ async def test_a_model_of_3072_dimensions_gets_its_index(store: KnowledgeStore) 
     await store.write_document("acme", source, document, chunks, vector, space)
     hits = await store.dense("acme", space, vector[0], 5, Filters())
     assert len(hits) == 1 and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+async def test_the_same_text_under_two_sources_is_one_document_both_hold(
+    store: KnowledgeStore, space: Space, pool: asyncpg.Pool
+) -> None:
+    a = await store.upsert_source("acme", "url", "https://a.example/", "", {})
+    b = await store.upsert_source("acme", "url", "https://b.example/", "", {})
+    document, chunks = _doc("https://a.example/faq", "shared answer text")
+    first = await store.write_document("acme", a, document, chunks, _vectors(1, 20), space)
+    copy, copy_chunks = _doc("https://b.example/faq", "shared answer text")
+    linked = await store.write_document("acme", b, copy, copy_chunks, _vectors(1, 20), space)
+    assert (linked.status, linked.document_id, linked.chunks) == (
+        "unchanged",
+        first.document_id,
+        0,
+    )
+    assert linked.same_as == "https://a.example/faq"
+    assert await pool.fetchval("SELECT count(*) FROM chunks") == 1
+    assert {s.id: s.documents for s in await store.list_sources("acme")} == {a: 1, b: 1}
+    for holder in (a, b):  # a filter by either source finds it
+        hits = await store.lexical("acme", "shared answer", 10, Filters(source_ids=(holder,)))
+        assert len(hits) == 1
+    assert await store.sole_documents("acme", a) == []
+
+    # Deleting A keeps the document (B holds it), now B's; deleting B deletes it.
+    assert await store.delete_source("acme", a) == 0
+    kept = await store.get_document("acme", first.document_id)
+    assert kept is not None and kept.source_id == b
+    assert len(await store.lexical("acme", "shared answer", 10, Filters())) == 1
+    assert await store.delete_source("acme", b) == 1
+    assert await pool.fetchval("SELECT count(*) FROM documents") == 0
+    assert await pool.fetchval("SELECT count(*) FROM lexicon WHERE tenant = 'acme'") == 0
+
+
+async def test_a_url_reached_with_other_content_releases_the_document_it_held(
+    store: KnowledgeStore, space: Space, pool: asyncpg.Pool
+) -> None:
+    source = await store.upsert_source("acme", "url", "https://a.example/", "", {})
+    old, old_chunks = _doc("https://a.example/x", "first words")
+    written = await store.write_document("acme", source, old, old_chunks, _vectors(1, 21), space)
+    moved, moved_chunks = _doc("https://a.example/y", "other words")
+    # The URL /x now redirects to /y: the source holds /y's document there, /x's goes.
+    result = await store.write_document(
+        "acme", source, moved, moved_chunks, _vectors(1, 22), space, reached="https://a.example/x"
+    )
+    assert result.status == "created" and result.released == (written.document_id,)
+    assert await store.get_document("acme", written.document_id) is None
+    assert await pool.fetchval("SELECT count(*) FROM lexicon WHERE lexeme = 'first'") == 0
