@@ -71,13 +71,23 @@ def test_a_block_on_too_few_pages_stays() -> None:
     assert block_key(shared) not in counts.repeated()
 
 
-def test_digits_do_not_make_a_footer_a_new_block() -> None:
+def test_dates_do_not_make_a_footer_a_new_block_but_other_numbers_do() -> None:
     footers = [
         Section("This page last modified on 2018-11-26 12:01:01 UTC"),
         Section("This page last modified on  2022-01-20 21:38:08 UTC"),
     ]
     assert block_key(footers[0]) == block_key(footers[1]) is not None
+    ships = [Section(f"Ship {n} sailed in {1900 + n} with {7 * n} barrels.") for n in (3, 4)]
+    assert block_key(ships[0]) != block_key(ships[1])
     assert block_key(Section("2. How WAL Works", kind="heading")) is None
+
+
+def test_a_page_made_only_of_repeated_blocks_keeps_them() -> None:
+    template = [Section("Title", kind="heading", heading_path=("Title",))]
+    template.append(Section("The same notice on every page of this site.", heading_path=("Title",)))
+    repeated = counts_of([template] * 4).repeated()
+    assert len(repeated) == 1
+    assert without_boilerplate(template, repeated) == (template, 0)
 
 
 def git_site() -> Starlette:

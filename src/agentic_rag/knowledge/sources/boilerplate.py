@@ -1,13 +1,16 @@
 """Boilerplate: blocks repeated across the pages of one site, kept out of its documents.
 
 A block is a section that is not a heading (a paragraph, list, table or code block). Its key is
-a hash of its text case-folded, whitespace collapsed and every run of digits read as one digit,
-so that "This page last modified on 2018-11-26 12:01:01 UTC" is the same block on every page.
+a hash of its text case-folded, whitespace collapsed and every date and time of day read as
+one, so that "This page last modified on 2018-11-26 12:01:01 UTC" is the same block on every
+page (other numbers count: pages that differ only in them, a template's, differ).
 The pages of a site (a tenant's pages on one host) that hold each block are recorded as pages
 are read (table `site_blocks`). A block is boilerplate on a site once it is on at least
 `MIN_PAGES` pages and on at least `MIN_SHARE` of the site's pages read so far: footers and
 suite names are on nearly every page, while a sentence that a few pages share stays. A
 heading is never boilerplate itself, but one left with nothing under it goes with its blocks.
+A page is never emptied: when all its blocks are repeated (pages made from one template), they
+are what it says, and it keeps them.
 
 A crawl decides with what it knows when it reads a page (the first pages of a new site cannot
 know their footer yet), and at its end re-decides each page it read with the site's final
@@ -27,14 +30,14 @@ from agentic_rag.knowledge.sources.html_page import HTML_TYPES
 
 MIN_PAGES = 3
 MIN_SHARE = 0.8
-_DIGITS = re.compile(r"\d+")
+_DATE_OR_TIME = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?")
 
 
 def block_key(section: Section) -> bytes | None:
     """The key of `section` as a block, or None for a heading."""
     if section.kind == "heading":
         return None
-    normalised = _DIGITS.sub("0", " ".join(section.text.casefold().split()))
+    normalised = _DATE_OR_TIME.sub("0", " ".join(section.text.casefold().split()))
     return hashlib.blake2b(normalised.encode(), digest_size=16).digest()
 
 
@@ -60,9 +63,11 @@ def without_boilerplate(
     sections: Sequence[Section], repeated: frozenset[bytes]
 ) -> tuple[list[Section], int]:
     """`sections` without the blocks in `repeated`, and without a heading that had content
-    and has none left; with how many blocks were left out."""
+    and has none left; with how many blocks were left out. A page all of whose blocks are
+    repeated keeps them."""
     dropped = [block_key(s) in repeated for s in sections]
-    if not any(dropped):
+    blocks = [d for s, d in zip(sections, dropped, strict=True) if s.kind != "heading"]
+    if not any(dropped) or all(blocks):
         return list(sections), 0
     kept: list[Section] = []
     for index, section in enumerate(sections):
