@@ -215,11 +215,7 @@ class Retrieval:
             "plan": {
                 "retrievers": list(lists),
                 "candidates_per_retriever": width,
-                "fusion": {
-                    "method": method if len(lists) > 1 else "none",
-                    "rrf_k": config.rrf_k,
-                    "weights": weights,
-                },
+                "fusion": _fusion_plan(method if len(lists) > 1 else "none", weights, config.rrf_k),
                 "reranker": reranker,
                 "top_k": top_k,
                 "similarity_threshold": similarity_threshold,
@@ -398,6 +394,15 @@ def _provenance(hit: Hit) -> Provenance:
     fields = asdict(hit)
     fields.pop("text")
     return Provenance(**fields)
+
+
+def _fusion_plan(method: str, weights: Mapping[str, float], rrf_k: float) -> dict[str, Any]:
+    """The fusion's method with only the parameters it used: RRF's k, the weights of either."""
+    if method == "none":
+        return {"method": "none"}
+    if method == "rrf":
+        return {"method": "rrf", "rrf_k": rrf_k, "weights": dict(weights)}
+    return {"method": method, "weights": dict(weights)}
 
 
 def _filters_trace(filters: Filters) -> dict[str, Any]:
