@@ -63,7 +63,7 @@ QUESTIONS = HERE / "questions.json"
 TENANT = "bench"
 TOP_K = 5  # hybrid_retrieve's default
 _YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
 
 
 # -- scoring against the known answers ------------------------------------------------------
@@ -93,19 +93,25 @@ def correct(question: dict[str, Any], text: str, mode: str) -> bool:
     return _holds(text, question["expected"])
 
 
-def contradicts(question: dict[str, Any], text: str, mode: str) -> bool:
-    """An LLM answer that asserts the opposite of the known answer: the other Yes/No, or numbers
-    none of which is the known one. Quotes (extractive) assert nothing of their own."""
+def contradicts(question: dict[str, Any], text: str, mode: str, passages: list[str]) -> bool:
+    """An LLM answer that says the opposite of its cited passages: the other Yes/No than the
+    known answer (which is what the page says), or a number none of its cited passages states
+    (nor the question), such as 4.6.19 for 3.6.19. Quotes (extractive) assert nothing."""
     if mode != "llm":
         return False
     if question["kind"] == "yesno":
         said = said_yes_no(text)
         return said is not None and said != question["expected"]
-    if question["kind"] == "number":
-        asked = set(_NUMBER.findall(question["question"]))
-        stated = set(_NUMBER.findall(re.sub(r"\[\d+\]", "", text))) - asked
-        return bool(stated) and not _holds(text, question["expected"])
-    return False
+    cited = [int(n) for n in re.findall(r"\[(\d+)\]", text)]
+    evidence = " ".join(passages[n - 1] for n in cited if 1 <= n <= len(passages))
+    known = set(_numbers(evidence or " ".join(passages))) | set(_numbers(question["question"]))
+    return any(n not in known for n in _numbers(re.sub(r"\[\d+\]", "", text)))
+
+
+def _numbers(text: str) -> list[str]:
+    """Numbers written alone (not inside names such as sqlite3_limit), without thousands
+    separators."""
+    return [m.replace(",", "") for m in _NUMBER.findall(text)]
 
 
 # -- the corpus ---------------------------------------------------------------------------------
@@ -122,9 +128,13 @@ def documentation(corpus: dict[str, Any]) -> dict[str, Path]:
     return directories
 
 
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Requests are not logged."""
+
+
 def serve(directory: Path) -> tuple[ThreadingHTTPServer, str]:
-    handler = partial(SimpleHTTPRequestHandler, directory=str(directory))
-    handler.log_message = lambda *_: None  # type: ignore[method-assign]
+    handler = partial(_QuietHandler, directory=str(directory))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}"
@@ -192,6 +202,7 @@ async def answer_all(
         seconds = time.perf_counter() - started
         answer = result.answer
         assert answer is not None
+        passages = [h.text for h in result.hits]
         row: dict[str, Any] = {
             "id": question["id"],
             "seconds": round(seconds, 2),
@@ -199,7 +210,7 @@ async def answer_all(
             "text": answer.text,
             "note": answer.note,
             "correct": correct(question, answer.text, answer.mode),
-            "contradicts": contradicts(question, answer.text, answer.mode),
+            "contradicts": contradicts(question, answer.text, answer.mode, passages),
             "page_in_hits": any(
                 h.provenance.uri.endswith(f"/{question['page']}.html") for h in result.hits
             ),
@@ -208,7 +219,7 @@ async def answer_all(
         if answer.mode == "llm" or answer.rejected is not None:
             row["llm_text"] = llm_text
             row["llm_correct"] = correct(question, llm_text, "llm")
-            row["llm_contradicts"] = contradicts(question, llm_text, "llm")
+            row["llm_contradicts"] = contradicts(question, llm_text, "llm", passages)
         rows.append(row)
         print(
             f"  {question['id']:>3} {'ok ' if row['correct'] else 'no '}"
@@ -291,6 +302,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     "summary": summary(rows, llm=name != "extractive"),
                     "answers": rows,
                 }
+                write(report, args.output)  # each answerer's figures as soon as they are in
         finally:
             await pool.close()
     finally:
@@ -332,18 +344,20 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write(report: dict[str, Any], output: str) -> None:
+    (HERE / f"{output}.json").write_text(json.dumps(report, indent=1) + "\n")
+    (HERE / f"{output}.md").write_text(markdown(report))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--local", action="store_true", help="also the packaged local model")
     parser.add_argument("--local-gguf", action="append", default=[], metavar="NAME=PATH")
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions")
     parser.add_argument("--max-tokens", type=int, default=256, help="cap of a local reply")
-    parser.add_argument("--output", default="results", help="results/NAME.{json,md}")
+    parser.add_argument("--output", default="results", help="writes NAME.{json,md} here")
     args = parser.parse_args()
-    report = asyncio.run(run(args))
-    (HERE / f"{args.output}.json").write_text(json.dumps(report, indent=1) + "\n")
-    (HERE / f"{args.output}.md").write_text(markdown(report))
-    print(markdown(report))
+    print(markdown(asyncio.run(run(args))))
 
 
 if __name__ == "__main__":

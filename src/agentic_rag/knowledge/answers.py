@@ -85,8 +85,8 @@ def prompt(query: str, passages: Sequence[str]) -> list[dict[str, str]]:
 
 
 def extractive(query: str, passages: Sequence[str], *, why: str = NO_LLM) -> str:
-    """The sentences of each of the best passages that share most words with the query, whole,
-    in their order, numbered as the passages are; `why` says why this answer quotes."""
+    """Whole sentences of each of the best passages, from the one that shares most words with
+    the query, numbered as the passages are; `why` says why this answer quotes."""
     if not passages:
         return NOTHING_FOUND
     lines = [f"{why}:"]
@@ -105,9 +105,10 @@ async def synthesised(llm: OpenAIChat, query: str, passages: Sequence[str]) -> S
 
 
 def best_sentences(query: str, passage: str, count: int = SENTENCES_PER_PASSAGE) -> str:
-    """The `count` whole sentences of `passage` sharing most words with `query`, in order
-    (headings are titles, not answers: never quoted)."""
-    words = {w.lower() for w in _WORD.findall(query)}
+    """`count` whole sentences of `passage` in a row, from the one sharing most content words
+    with `query` (the next often completes it: "X is limited by Y. Its default is 10."); headings
+    are titles, not answers, and are never quoted."""
+    words = grounding.content_stems(query)
     sentences = [
         sentence
         for block in _BLOCK.split(passage)
@@ -117,8 +118,8 @@ def best_sentences(query: str, passage: str, count: int = SENTENCES_PER_PASSAGE)
     ]
     if not sentences:
         return " ".join(plain(passage).split())
-    shared = [len(words & {w.lower() for w in _WORD.findall(s)}) for s in sentences]
-    chosen = sorted(range(len(sentences)), key=lambda i: (-shared[i], i))[:count]
-    if shared[chosen[0]] > 0:
-        chosen = [i for i in chosen if shared[i] > 0]
-    return " ".join(sentences[i] for i in sorted(chosen))
+    best = max(
+        range(len(sentences)),
+        key=lambda i: (len(words & grounding.content_stems(sentences[i])), -i),
+    )
+    return " ".join(sentences[best : best + count])

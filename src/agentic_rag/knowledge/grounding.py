@@ -6,7 +6,8 @@ Deterministic, no second model. An answer fails when
 - it says the sources do not answer (the quotes then serve better);
 - a number in a sentence is in none of its cited passages (nor in the question);
 - a sentence shares too few content words with its cited passages (an unsupported claim);
-- its polarity disagrees with the cited text: a yes/no answer whose Yes or No is the opposite of
+- its polarity disagrees with the cited text (negation cues: not, no, never, cannot, without,
+  disable(d), off, fail(s), ...): a yes/no answer whose Yes or No is the opposite of
   what the passage closest to the question says, or a sentence that negates the passage sentence
   closest to it, or the other way round ("enforced by default" against "disabled by default").
 
@@ -37,11 +38,11 @@ _NO_ANSWER = re.compile(
     re.IGNORECASE,
 )
 _NEGATION = re.compile(
-    r"\b(not|no|never|none|nothing|neither|nor|cannot|without|disabled|off|unsupported|"
-    r"unable|impossible|prohibited|forbidden)\b|n't\b",
+    r"\b(not(?!\s+only\b)|no|never|none|nothing|neither|nor|cannot|without|disabl\w*|off|"
+    r"fails?|unsupported|unable|impossible|prohibited|forbidden)\b|n't\b",
     re.IGNORECASE,
 )
-_ASIDE = re.compile(r"\([^()]*\)")
+_DEFAULT = re.compile(r"\bdefault", re.IGNORECASE)
 _NUMBER_WORDS = {
     word: str(value)
     for value, word in enumerate(
@@ -121,9 +122,9 @@ def _sentence_problem(question: str, sentence: _Sentence, sources: Sequence[str]
         if number not in known:
             return f"the number {number} is in none of its cited passages"
     claim = _YES_NO.sub("", sentence.text)
-    words = _content_stems(claim)
+    words = content_stems(claim)
     if words:
-        supported = words & _content_stems(evidence)
+        supported = words & content_stems(evidence)
         if len(supported) / len(words) < MIN_SUPPORT:
             unsupported = ", ".join(sorted(words - supported)[:4])
             return f"a sentence is not supported by its cited passages ({unsupported})"
@@ -140,6 +141,9 @@ def _polarity_problem(question: str, answer: str, sources: Sequence[str]) -> Ver
         return Verdict(None)
     answer_says_yes = said.group(1).lower() == "yes"
     closest = _closest_sentences(question, sources)
+    if _DEFAULT.search(question) and not any(_DEFAULT.search(c) for c in closest):
+        # A question about a default is answered by a sentence that says what the default is.
+        closest = _closest_sentences(question, sources, about=_DEFAULT) or closest
     if closest and all((_negated(c) == _negated(question)) != answer_says_yes for c in closest):
         return Verdict(
             f"it answers {said.group(1).capitalize()}, but the cited passage says "
@@ -148,17 +152,22 @@ def _polarity_problem(question: str, answer: str, sources: Sequence[str]) -> Ver
     return Verdict(None)
 
 
-def _closest_sentences(text: str, sources: Sequence[str]) -> list[str]:
+def _closest_sentences(
+    text: str, sources: Sequence[str], *, about: re.Pattern[str] | None = None
+) -> list[str]:
     """The sentences of `sources` closest to `text`: most content words shared, then most word
     pairs ("by default"); they must share two content words and half of `text`'s, so that they
-    state the same thing. Ties are all kept."""
-    words, pairs = _content_stems(text), _pairs(text)
-    least = max(2, (len(words) + 1) // 2)
+    state the same thing. Ties are all kept. With `about`, only sentences matching it count,
+    and two shared words suffice."""
+    words, pairs = content_stems(text), _pairs(text)
+    least = max(2, (len(words) + 1) // 2) if about is None else 2
     best: list[str] = []
     best_score = (least - 1, 0)
     for source in sources:
         for sentence in _SENTENCE_END.split(source):
-            score = (len(words & _content_stems(sentence)), len(pairs & _pairs(sentence)))
+            if about is not None and not about.search(sentence):
+                continue
+            score = (len(words & content_stems(sentence)), len(pairs & _pairs(sentence)))
             if score[0] < least:
                 continue
             if score > best_score:
@@ -174,9 +183,8 @@ def _pairs(text: str) -> set[tuple[str, str]]:
 
 
 def _negated(text: str) -> bool:
-    """Whether the statement is negative: an odd number of negation cues outside parentheses
-    (an aside such as "(when SQLite is not in autocommit mode)" does not turn it)."""
-    return len(_NEGATION.findall(_ASIDE.sub("", text))) % 2 == 1
+    """Whether the statement is negative: an odd number of negation cues."""
+    return len(_NEGATION.findall(text)) % 2 == 1
 
 
 def _numbers(text: str) -> set[str]:
@@ -185,7 +193,7 @@ def _numbers(text: str) -> set[str]:
     return {d.rstrip(".") for d in digits} | words
 
 
-def _content_stems(text: str) -> set[str]:
+def content_stems(text: str) -> set[str]:
     """Lower-cased words that carry content (identifiers split at "_"), cut to six letters (a
     crude, adequate stemmer: "constraints" and "constraint", "enabled" and "enable" meet)."""
     words = (part for m in _WORD.findall(text.lower()) for part in m.split("_"))
