@@ -226,7 +226,9 @@ class Ingestion:
         run.summary.source_id = result.source_id
         if result.released and self.graph is not None:
             await self.graph.forget(tenant, list(result.released))
-        if self.graph is not None and (
+        if result.same_as is not None:  # linked to a stored copy: its episodes are of its text
+            await self.unchanged_unread(run, result.document_id, document.uri)
+        elif self.graph is not None and (
             result.status != "unchanged"
             or await self.graph.lacks_episodes(tenant, result.document_id)
         ):
