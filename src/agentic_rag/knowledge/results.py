@@ -260,3 +260,8 @@ class Explanation(BaseModel):
         description="The entities behind the graph retriever's hits (when it ran)",
     )
     timings_ms: dict[str, float] = Field(description="Milliseconds spent in each stage")
+    titles: dict[int, str] = Field(
+        default_factory=dict,
+        description="The document title of each chunk named in retrievers, fusion and rerank "
+        "(a chunk deleted since has none)",
+    )

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agentic_rag.knowledge.explain_report import explanation_text, with_titles
 from agentic_rag.knowledge.results import (
     CrawlRequest,
     DocumentInfo,
@@ -263,9 +264,12 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         "each stage, and the exact span of every cited passage.",
         tags=["knowledge", "explain"],
         text_argument="trajectory_id",
+        render=explanation_text,
     )
     async def explain_answer(ctx: SkillContext, args: ExplainInput) -> Explanation:
-        return await knowledge().explain(ctx.tenant, args.trajectory_id)
+        service = knowledge()
+        explanation = await service.explain(ctx.tenant, args.trajectory_id)
+        return await with_titles(service.store, ctx.tenant, explanation)
 
     @registry.skill(
         description="Crawl a site from a URL and ingest its pages (HTML, PDF, text): same site "
