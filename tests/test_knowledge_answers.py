@@ -89,6 +89,13 @@ def test_an_uncited_or_unsupported_answer_is_rejected() -> None:
     assert problem(ENFORCED, "No, they are disabled by default.") == "it cites no source"
     found = problem(ENFORCED, "SQLite checks constraints with a background thread [1].")
     assert found is not None and found.startswith("a sentence is not supported")
+    found = problem("Which PRAGMA enables foreign keys?", "Yes [1][2]")
+    assert found is not None and found.startswith("it does not answer the question")
+    # Yes to a question about a default, citing only a passage that does not say the default.
+    found = problem("Are 10 databases attached by default?", "Yes [2].")
+    assert found is None  # [2] says "set to 10 by default"
+    found = problem("Is autocommit mode on by default in SQLite?", "Yes, it is [1].")
+    assert found == "it answers a question about a default, but no cited passage says it"
 
 
 def test_the_prompt_carries_no_backslash_escapes() -> None:

@@ -93,6 +93,11 @@ def check(question: str, answer: str, passages: Sequence[str]) -> Verdict:
         return Verdict("it is only citation markers, no answer")
     if _NO_ANSWER.search(_MARKERS.sub("", answer)):
         return Verdict("it says the sources do not answer the question")
+    polar = _POLAR_QUESTION.match(question) is not None
+    if not polar and not content_stems(" ".join(_YES_NO.sub("", s.text) for s in sentences)):
+        return Verdict(
+            "it does not answer the question (a bare Yes or No to a question that is not yes/no)"
+        )
     everything = tuple(sorted(cited))
     for sentence in sentences:
         sources = [passages[n - 1] for n in (sentence.cited or everything)]
@@ -143,7 +148,9 @@ def _polarity_problem(question: str, answer: str, sources: Sequence[str]) -> Ver
     closest = _closest_sentences(question, sources)
     if _DEFAULT.search(question) and not any(_DEFAULT.search(c) for c in closest):
         # A question about a default is answered by a sentence that says what the default is.
-        closest = _closest_sentences(question, sources, about=_DEFAULT) or closest
+        closest = _closest_sentences(question, sources, about=_DEFAULT)
+        if not closest:
+            return Verdict("it answers a question about a default, but no cited passage says it")
     if closest and all((_negated(c) == _negated(question)) != answer_says_yes for c in closest):
         return Verdict(
             f"it answers {said.group(1).capitalize()}, but the cited passage says "
