@@ -171,3 +171,18 @@ def test_nested_lists_and_code_inside_items_keep_their_shape() -> None:
         ("list", "3. Run the installer."),
     ]
     assert all(s.heading_path == ("Install",) for s in sections)
+
+
+def test_the_title_carries_no_permalink_glyph() -> None:
+    """Sphinx ends every heading with a "¶" link; trafilatura takes the page's title from the
+    first heading, glyph included, and a title is shown beside every hit."""
+    page = (
+        "<html><head><title>functools \u2014 Python 3.11 documentation</title></head><body>"
+        '<div class="body" role="main"><section id="functools">'
+        '<h1>functools \u2014 Higher-order functions<a class="headerlink" href="#functools">'
+        "\u00b6</a></h1><p>The functools module is for higher-order functions: functions that "
+        "act on or return other functions.</p></section></div></body></html>"
+    )
+    document = read_html(page, "https://docs.example/functools.html").document
+    assert document.title == "functools \u2014 Higher-order functions"
+    assert [s.text for s in document.sections if s.kind == "heading"] == [document.title]

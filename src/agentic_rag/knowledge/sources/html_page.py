@@ -33,6 +33,8 @@ from agentic_rag.knowledge.sources.html_structure import (
 )
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+PERMALINK_GLYPHS = " \t¶§#🔗"
+"""What generators append to a heading as its link (Sphinx's "¶"), and spaces."""
 COVERAGE_GUARD = 0.8
 """Below this share of the page's text blocks kept, the whole page is read."""
 
@@ -84,7 +86,9 @@ def read_html(body: bytes | str, url: str) -> HtmlPage:
     links = [absolute_url(base, str(href)) for href in tree.xpath("//a/@href | //area/@href")]
     metadata = extract_metadata(tree, default_url=url)
     sections, reading = _read(tree)
-    title = metadata.title or next((s.text for s in sections if s.kind == "heading"), url)
+    heading = next((s.text for s in sections if s.kind == "heading"), None)
+    # trafilatura may take the title from the first heading, permalink glyph included
+    title = (metadata.title or "").rstrip(PERMALINK_GLYPHS) or heading or url
     details: dict[str, object] = {
         key: value
         for key, value in (
