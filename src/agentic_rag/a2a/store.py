@@ -141,6 +141,17 @@ class TaskStore:
             return None
         return StoredTask(Task.model_validate_json(row["task"]), row["last_seq"])
 
+    async def page(self, tenant: str, after: str | None, limit: int) -> list[Task]:
+        """The tenant's tasks by id, from the first after `after` (None: from the first)."""
+        rows = await self._pool.fetch(
+            "SELECT task FROM tasks WHERE tenant = $1 AND ($2::text IS NULL OR id > $2) "
+            "ORDER BY id LIMIT $3",
+            tenant,
+            after,
+            limit,
+        )
+        return [Task.model_validate_json(r["task"]) for r in rows]
+
     async def write(self, writes: Sequence[TaskWrite]) -> None:
         """Append the events and upsert the snapshots of several tasks, atomically, and mark
         the latest write of each settled task that has push configs (`TaskWrite.push`).

@@ -25,6 +25,10 @@ TEXT_SEARCH_CONFIG = "english"
 # Serialises lexicon updates of one tenant (two documents share words): no deadlocks, and the
 # transaction that holds it is short (embedding happens before it).
 _LEXICON_LOCK = 0x6C657863  # "lexc"
+# Each commit that creates, changes or deletes a document notifies this channel, once per
+# document, with {"tenant", "id", "change"}, so that every worker's MCP subscribers hear of a
+# change any worker made (agentic_rag.mcp.subscriptions).
+DOCUMENTS_CHANNEL = "agentic_rag_documents"
 # Tenants with at most this many chunks are searched exactly: an HNSW scan filtered by tenant
 # loses results when the tenant holds a small share of the index (KNOWLEDGE-NOTES), and an
 # exact scan costs 1.2-1.8 us per vector (p95 18.5 ms for 10k: bench/results/knowledge-scale.md).
@@ -538,6 +542,7 @@ class KnowledgeStore:
             await _learn_terms(conn, tenant, document_id)
             released = await _hold(conn, tenant, source_id, reached, document_id)
             status: WriteStatus = "updated" if target else "created"
+            await _announce(conn, tenant, status, [document_id])
             return WriteResult(document_id, status, len(chunks), source_id, released=released)
 
     async def set_validators(
@@ -655,6 +660,8 @@ class KnowledgeStore:
                 tenant,
                 document_id,
             )
+            if deleted is not None:
+                await _announce(conn, tenant, "deleted", [document_id])
             await conn.execute(
                 "DELETE FROM knowledge_sources s WHERE s.tenant = $1 AND s.id = ANY($2::text[]) "
                 "AND NOT EXISTS (SELECT 1 FROM source_documents m "
@@ -691,6 +698,21 @@ class KnowledgeStore:
                 "DELETE FROM knowledge_sources WHERE tenant = $1 AND id = $2", tenant, source_id
             )
             return deleted
+
+    async def complete_documents(
+        self, tenant: str, prefix: str, limit: int
+    ) -> list[tuple[str, str]]:
+        """(id, title) of the tenant's documents whose id, or title ignoring case, starts
+        with `prefix`, titles in order: what an MCP client completes a document from."""
+        rows = await self._pool.fetch(
+            "SELECT id, title FROM documents WHERE tenant = $1 "
+            "AND (starts_with(id, $2) OR starts_with(lower(title), lower($2))) "
+            "ORDER BY lower(title), id LIMIT $3",
+            tenant,
+            prefix,
+            limit,
+        )
+        return [(r["id"], r["title"]) for r in rows]
 
     # -- retrieval ---------------------------------------------------------------------
 
@@ -1055,6 +1077,8 @@ async def _release(conn: Connection, tenant: str, document_id: str) -> bool:
             tenant,
             document_id,
         )
+        if deleted is not None:
+            await _announce(conn, tenant, "deleted", [document_id])
         return deleted is not None
     await conn.execute(
         "UPDATE documents d SET source_id = $3 WHERE d.tenant = $1 AND d.id = $2 "
@@ -1065,6 +1089,18 @@ async def _release(conn: Connection, tenant: str, document_id: str) -> bool:
         holder,
     )
     return False
+
+
+async def _announce(
+    conn: Connection, tenant: str, change: WriteStatus | Literal["deleted"], ids: Sequence[str]
+) -> None:
+    """Notify DOCUMENTS_CHANNEL of `ids`' change: delivered when the transaction commits."""
+    payloads = [orjson.dumps({"tenant": tenant, "id": i, "change": change}).decode() for i in ids]
+    await conn.execute(
+        "SELECT count(pg_notify($1, payload)) FROM unnest($2::text[]) AS payload",
+        DOCUMENTS_CHANNEL,
+        payloads,
+    )
 
 
 def _is_url(uri: str) -> bool:

@@ -4,6 +4,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
 
+from agentic_rag.mcp.client_log import ClientLog, Level
 from agentic_rag.skills import InputRequired
 
 # (progress, total, message): what `ServerSession.report_progress` takes.
@@ -14,16 +15,18 @@ class ProgressSteps:
     """Counts progress notifications of one request: MCP wants `progress` to grow each time.
 
     One counter serves every run of the skill within the request (a run after an elicitation
-    starts over, its progress must not).
+    starts over, its progress must not). Each step is a log line of `logger` too, at `level`
+    (client_log.py), for clients that show a server's log rather than progress.
     """
 
-    def __init__(self, report: ReportProgress) -> None:
-        self._report = report
+    def __init__(self, report: ReportProgress, log: ClientLog, logger: str) -> None:
+        self._report, self._log, self._logger = report, log, logger
         self._steps = 0
 
-    async def step(self, message: str) -> None:
+    async def step(self, message: str, level: Level = "info") -> None:
         self._steps += 1
         await self._report(self._steps, None, message)
+        await self._log.send(level, message, self._logger)
 
 
 class McpSkillContext:

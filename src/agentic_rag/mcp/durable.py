@@ -121,7 +121,8 @@ class DurableCalls:
         try:
             await steps.step(
                 f"{skill.name} runs as task {task_id} (A2A tasks/get shows it); it goes on "
-                "if this call is cancelled, and the same call again follows it"
+                "if this call is cancelled, and the same call again follows it",
+                level="debug",
             )
             async for event in events:
                 if event.kind == "status-update":

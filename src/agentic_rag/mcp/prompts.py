@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from agentic_rag.knowledge.results import SearchHit, SearchResult
 from agentic_rag.mcp.access import Context, PrincipalFor, require
+from agentic_rag.mcp.client_log import LogLevels
 from agentic_rag.mcp.context import McpSkillContext, ProgressSteps
 from agentic_rag.observability import metrics as observed
 from agentic_rag.skills import SkillError, SkillRegistry
@@ -76,9 +77,11 @@ def _top_k(raw: str | None) -> int:
 class CitationPrompt:
     """The `prompts/list` and `prompts/get` handlers."""
 
-    def __init__(self, registry: SkillRegistry, principal_for: PrincipalFor) -> None:
+    def __init__(
+        self, registry: SkillRegistry, principal_for: PrincipalFor, levels: LogLevels
+    ) -> None:
         self._retriever = registry.get(RETRIEVER)
-        self._principal_for = principal_for
+        self._principal_for, self._levels = principal_for, levels
 
     async def list_prompts(
         self, ctx: Context, params: types.PaginatedRequestParams | None
@@ -106,9 +109,8 @@ class CitationPrompt:
             )
         except ValidationError as exc:
             raise MCPError(types.INVALID_PARAMS, f"prompt {NAME!r}: {exc}") from None
-        context = McpSkillContext(
-            principal.tenant, [question], ProgressSteps(ctx.session.report_progress)
-        )
+        steps = ProgressSteps(ctx.session.report_progress, self._levels.for_request(ctx), NAME)
+        context = McpSkillContext(principal.tenant, [question], steps)
         try:
             with observed.skill_call(skill.name, "mcp"):
                 result = await skill.handler(context, args)

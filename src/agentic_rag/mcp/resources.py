@@ -43,6 +43,12 @@ def document_uri(document_id: str) -> str:
     return f"{SCHEME}://documents/{quote(document_id, safe='')}"
 
 
+def document_id_of(uri: str) -> str | None:
+    """The document id a document's URI names, or None for another URI."""
+    match = _URI.fullmatch(uri)
+    return None if match is None else unquote(match["id"])
+
+
 def _mime_type(document_mime_type: str) -> str:
     # The stored text is the extracted text of any source; only markdown keeps its markup.
     return "text/markdown" if document_mime_type == "text/markdown" else "text/plain"
@@ -116,12 +122,12 @@ class DocumentResources:
         self, ctx: Context, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         principal = require(self._principal_for(ctx), "read", "resources/read")
-        match = _URI.fullmatch(params.uri)
-        if match is None or self._knowledge is None:
+        document_id = document_id_of(params.uri)
+        if document_id is None or self._knowledge is None:
             raise _unknown(params.uri)
         try:
             document = await self._knowledge().document(
-                principal.tenant, unquote(match["id"]), with_text=True
+                principal.tenant, document_id, with_text=True
             )
         except SkillError:  # no such document (of this tenant)
             raise _unknown(params.uri) from None

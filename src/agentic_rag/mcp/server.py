@@ -31,6 +31,8 @@ from agentic_rag.mcp.calls import (
     tool_result,
     validate_arguments,
 )
+from agentic_rag.mcp.client_log import LogLevels, result_lines
+from agentic_rag.mcp.completions import Completions
 from agentic_rag.mcp.context import McpSkillContext, ProgressSteps
 from agentic_rag.mcp.durable import DurableCalls, TaskServiceFor
 from agentic_rag.mcp.elicitation import (
@@ -45,6 +47,7 @@ from agentic_rag.mcp.elicitation import (
 )
 from agentic_rag.mcp.prompts import CitationPrompt
 from agentic_rag.mcp.resources import DocumentResources, KnowledgeFor
+from agentic_rag.mcp.subscriptions import DocumentSubscriptions
 from agentic_rag.mcp.tasks import EXECUTION, McpTasks, TaskServer
 from agentic_rag.observability import metrics as observed
 from agentic_rag.security.principal import Principal
@@ -138,9 +141,14 @@ class SkillTools:
     """The `tools/list` and `tools/call` handlers over a registry."""
 
     def __init__(
-        self, registry: SkillRegistry, principal_for: PrincipalFor, durable: DurableCalls
+        self,
+        registry: SkillRegistry,
+        principal_for: PrincipalFor,
+        durable: DurableCalls,
+        levels: LogLevels,
     ) -> None:
         self.registry, self._principal_for, self._durable = registry, principal_for, durable
+        self._levels = levels
         self._in_flight = InFlight()
 
     def input_schema_of(self, name: str) -> dict[str, Any] | None:
@@ -187,16 +195,22 @@ class SkillTools:
             except Declined as exc:
                 return tool_error(str(exc))
             rounds = previous.rounds
-        steps = ProgressSteps(ctx.session.report_progress)
+        client_log = self._levels.for_request(ctx)
+        steps = ProgressSteps(ctx.session.report_progress, client_log, skill.name)
         while True:
             try:
                 if skill.resumable:
                     validate_arguments(skill, gathered.arguments)  # asks for what is missing
-                    return await self._durable.call(
+                    result = await self._durable.call(
                         skill, gathered.arguments, principal.tenant, steps
                     )
-                output = await self._run(skill, gathered, principal.tenant, steps)
-                return tool_result(skill, output)
+                else:
+                    output = await self._run(skill, gathered, principal.tenant, steps)
+                    result = tool_result(skill, output)
+                if not result.is_error:
+                    lines = result_lines(skill.output_model, result.structured_content)
+                    await client_log.send_all(lines, skill.name)
+                return result
             except InputRequired as needed:
                 question = question_for(skill, needed)
                 if question is None:
@@ -290,16 +304,21 @@ def build_server(
     *,
     tasks: TaskServiceFor,
     knowledge: KnowledgeFor | None,
+    subscriptions: DocumentSubscriptions | None = None,
     instructions: str | None = None,
 ) -> Server[Any]:
     """An MCP server whose tools are the skills of `registry`, each called as `principal_for`.
 
     `tasks` gives the engine's task service, which runs the calls of resumable skills;
-    `knowledge` its knowledge service, whose documents are resources (None: no documents).
+    `knowledge` its knowledge service, whose documents are resources (None: no documents);
+    `subscriptions`, for a server of one lasting connection (stdio), its client's
+    subscriptions to documents (None: no `resources/subscribe`).
     """
-    tools = SkillTools(registry, principal_for, DurableCalls(tasks))
+    levels = LogLevels(principal_for)
+    tools = SkillTools(registry, principal_for, DurableCalls(tasks), levels)
     documents = DocumentResources(knowledge, principal_for)
-    prompt = CitationPrompt(registry, principal_for)
+    prompt = CitationPrompt(registry, principal_for, levels)
+    completions = Completions(knowledge, principal_for)
     server = TaskServer(
         "agentic-rag",
         version=_version(),
@@ -312,7 +331,15 @@ def build_server(
         on_read_resource=documents.read,
         on_list_prompts=prompt.list_prompts,
         on_get_prompt=prompt.get_prompt,
+        on_completion=completions.complete,
+        on_subscribe_resource=subscriptions.subscribe if subscriptions else None,
+        on_unsubscribe_resource=subscriptions.unsubscribe if subscriptions else None,
     )
+    # Added, not passed: the SDK warns of the constructor's argument (gone in 2026-07-28,
+    # where a request asks for log lines in its `_meta`; client_log.py).
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, levels.set_level)
+    if subscriptions is not None:
+        server.middleware.append(subscriptions.seen)
     server.add_notification_handler(
         "notifications/cancelled", types.CancelledNotificationParams, tools.cancelled
     )

@@ -11,12 +11,14 @@ import os
 import sys
 
 import anyio
+from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.stdio import stdio_server
 
 from agentic_rag.config import Settings
 from agentic_rag.mcp.access import fixed_principal
 from agentic_rag.mcp.bridge import bridge_server, describe, endpoint
 from agentic_rag.mcp.server import build_server
+from agentic_rag.mcp.subscriptions import DocumentSubscriptions
 from agentic_rag.security.principal import LOCAL
 from agentic_rag.skills import SkillRegistry
 
@@ -36,15 +38,29 @@ async def serve_local(settings: Settings, registry: SkillRegistry | None) -> Non
         engine = build_engine(settings, registry, transport="stdio")
         await engine.start()
         try:
+            principal_for = fixed_principal(LOCAL)
+            # The product's skills (registry None) come with the knowledge engine, whose
+            # documents this one client may subscribe to.
+            knowledge = (lambda: engine.knowledge) if registry is None else None
+            subscriptions = (
+                DocumentSubscriptions(knowledge, principal_for) if knowledge is not None else None
+            )
             server = build_server(
                 engine.registry,
-                fixed_principal(LOCAL),
+                principal_for,
                 tasks=lambda: engine.service,
-                # The product's skills (registry None) come with the knowledge engine.
-                knowledge=(lambda: engine.knowledge) if registry is None else None,
+                knowledge=knowledge,
+                subscriptions=subscriptions,
                 instructions=settings.agent_description,
             )
-            await server.run(read, write, server.create_initialization_options())
+            if subscriptions is None:
+                await server.run(read, write, server.create_initialization_options())
+                return
+            options = server.create_initialization_options(
+                NotificationOptions(resources_changed=True)
+            )
+            async with subscriptions.listening(engine.pool):
+                await server.run(read, write, options)
         finally:
             await engine.stop()
 

@@ -38,9 +38,11 @@ TASKS_VERSION = "2025-11-25"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 IMMEDIATE_RESPONSE = "io.modelcontextprotocol/model-immediate-response"
 POLL_INTERVAL_MS = 1000
+PAGE_SIZE = 50
 
 EXECUTION = types.ToolExecution(task_support="optional")
 CAPABILITY = types.ServerTasksCapability(
+    list=types.TasksListCapability(),
     cancel=types.TasksCancelCapability(),
     requests=types.ServerTasksRequestsCapability(
         tools=types.TasksToolsCapability(call=types.TasksCallCapability())
@@ -98,8 +100,8 @@ def mcp_task(task: A2ATask) -> dict[str, Any]:
 
 
 class McpTasks:
-    """The task-augmented `tools/call` and the `tasks/get`, `tasks/result`, `tasks/cancel`
-    handlers, over the engine's A2A task service."""
+    """The task-augmented `tools/call` and the `tasks/get`, `tasks/result`, `tasks/cancel`,
+    `tasks/list` handlers, over the engine's A2A task service."""
 
     def __init__(
         self, registry: SkillRegistry, tasks: TaskServiceFor, principal_for: PrincipalFor
@@ -110,6 +112,7 @@ class McpTasks:
         server.add_request_handler("tasks/get", types.GetTaskRequestParams, self.get)
         server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, self.result)
         server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, self.cancel)
+        server.add_request_handler("tasks/list", types.PaginatedRequestParams, self.list_tasks)
         server.middleware.append(self.intercept)  # innermost: the SDK's tracing still wraps it
 
     async def intercept(self, ctx: Context, call_next: CallNext) -> HandlerResult:
@@ -186,6 +189,23 @@ class McpTasks:
         except TaskNotCancelableError as exc:
             raise MCPError(types.INVALID_PARAMS, f"cannot cancel: {exc.message}") from None
         return mcp_task(task)
+
+    async def list_tasks(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> dict[str, Any]:
+        """The caller's tenant's tasks (its A2A tasks too: the same tasks), a page at a time;
+        the cursor is the last task id of the page before."""
+        principal = require(self._principal_for(ctx), "read", "tasks/list")
+        after = params.cursor if params is not None else None
+        if after is not None and not after:
+            raise MCPError(types.INVALID_PARAMS, "cursor '' is not one this server gave")
+        # One more than a page: whether there is a next page, without counting them all.
+        tasks = await self._tasks().store.page(principal.tenant, after, PAGE_SIZE + 1)
+        page = tasks[:PAGE_SIZE]
+        answer: dict[str, Any] = {"tasks": [mcp_task(t) for t in page]}
+        if len(tasks) > PAGE_SIZE:
+            answer["nextCursor"] = page[-1].id
+        return answer
 
     async def _load(self, tenant: str, task_id: str) -> A2ATask:
         try:

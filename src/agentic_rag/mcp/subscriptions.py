@@ -1,0 +1,120 @@
+"""Resource subscriptions: a client hears when its documents change, whichever worker changed them.
+
+Each commit that creates, changes or deletes a document notifies PostgreSQL's channel
+`store.DOCUMENTS_CHANNEL` (knowledge/store.py), so a change made by any process on the database
+(an HTTP worker, an A2A task, another stdio server) reaches this one, which tells its client:
+
+- `notifications/resources/updated` for a subscribed document changed (re-ingested with other
+  text) or deleted;
+- `notifications/resources/list_changed` when a document of the client's tenant is added or
+  deleted.
+
+Notifications outside a request need a connection that lasts: stdio has one, which this server
+serves alone. Stateless HTTP has none (2025-11-25 clients get no `subscribe` capability there).
+"""
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import asyncpg
+import mcp.types as types
+import orjson
+from mcp.server.context import CallNext, HandlerResult
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
+
+from agentic_rag.knowledge.store import DOCUMENTS_CHANNEL
+from agentic_rag.mcp.access import Context, PrincipalFor, require
+from agentic_rag.mcp.resources import KnowledgeFor, document_id_of, document_uri
+from agentic_rag.skills import SkillError
+
+log = logging.getLogger(__name__)
+
+# Changes the listener holds before the sender takes them: a burst (a source of thousands of
+# documents deleted) waits here rather than in PostgreSQL's queue.
+BACKLOG = 10_000
+
+
+class DocumentSubscriptions:
+    """The `resources/subscribe` and `resources/unsubscribe` handlers of one connection's
+    client, and the notifications of its tenant's document changes."""
+
+    def __init__(self, knowledge: KnowledgeFor, principal_for: PrincipalFor) -> None:
+        self._knowledge, self._principal_for = knowledge, principal_for
+        self._subscribed: dict[str, set[str]] = {}  # tenant -> document ids
+        # The latest request's session of each tenant: its standalone channel is the
+        # connection's, which outlives the request.
+        self._clients: dict[str, ServerSession] = {}
+
+    async def seen(self, ctx: Context, call_next: CallNext) -> HandlerResult:
+        """Middleware: remember the client's connection, to notify it between requests."""
+        principal = self._principal_for(ctx)
+        if principal is not None:
+            self._clients[principal.tenant] = ctx.session
+        return await call_next(ctx)
+
+    async def subscribe(
+        self, ctx: Context, params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        principal = require(self._principal_for(ctx), "read", "resources/subscribe")
+        document_id = document_id_of(params.uri)
+        try:
+            await self._knowledge().document(principal.tenant, document_id or "", with_text=False)
+        except SkillError:  # no such document (of this tenant)
+            raise MCPError(
+                types.INVALID_PARAMS, f"unknown resource {params.uri!r}", data={"uri": params.uri}
+            ) from None
+        assert document_id is not None  # found, so it was a document's URI
+        self._subscribed.setdefault(principal.tenant, set()).add(document_id)
+        return types.EmptyResult()
+
+    async def unsubscribe(
+        self, ctx: Context, params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        principal = require(self._principal_for(ctx), "read", "resources/unsubscribe")
+        document_id = document_id_of(params.uri)
+        if document_id is not None:
+            self._subscribed.get(principal.tenant, set()).discard(document_id)
+        return types.EmptyResult()
+
+    @asynccontextmanager
+    async def listening(self, pool: asyncpg.Pool) -> AsyncIterator[None]:
+        """Listen to the database's document changes and notify the client of them."""
+        changes, taken = anyio.create_memory_object_stream[dict[str, Any]](BACKLOG)
+
+        def heard(_conn: object, _pid: int, _channel: str, payload: object) -> None:
+            try:
+                changes.send_nowait(orjson.loads(str(payload)))
+            except anyio.WouldBlock:
+                log.warning("too many document changes at once: some were not notified")
+
+        async with pool.acquire() as conn, anyio.create_task_group() as group:
+            await conn.add_listener(DOCUMENTS_CHANNEL, heard)
+            group.start_soon(self._notify_all, taken)
+            try:
+                yield
+            finally:
+                await conn.remove_listener(DOCUMENTS_CHANNEL, heard)
+                group.cancel_scope.cancel()
+
+    async def _notify_all(self, taken: anyio.abc.ObjectReceiveStream[dict[str, Any]]) -> None:
+        async with taken:
+            async for change in taken:
+                try:
+                    await self._notify(change["tenant"], change["id"], change["change"])
+                except Exception:  # the client went away: the next change may find it back
+                    log.debug("could not notify a document change", exc_info=True)
+
+    async def _notify(self, tenant: str, document_id: str, change: str) -> None:
+        client = self._clients.get(tenant)
+        if client is None:
+            return
+        if change in ("updated", "deleted") and document_id in self._subscribed.get(tenant, ()):
+            await client.send_resource_updated(document_uri(document_id))
+        if change in ("created", "deleted"):
+            await client.send_resource_list_changed()
+        if change == "deleted":
+            self._subscribed.get(tenant, set()).discard(document_id)
