@@ -313,6 +313,7 @@ async def test_the_server_declares_tasks_and_which_tools_can_run_as_one(
     tools = {t["name"]: t for t in result_of(await alpha.rpc("tools/list", {}))["tools"]}
     assert initialized["protocolVersion"] == TASKS_VERSION
     assert initialized["capabilities"]["tasks"] == {
+        "list": {},
         "cancel": {},
         "requests": {"tools": {"call": {}}},
     }
