@@ -13,9 +13,10 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from agentic_rag.mcp.access import Context, PrincipalFor, require
-from agentic_rag.mcp.prompts import MAX_TOP_K
+from agentic_rag.mcp.prompts import MAX_TOP_K, RETRIEVER
 from agentic_rag.mcp.prompts import NAME as PROMPT
 from agentic_rag.mcp.resources import TEMPLATE, KnowledgeFor
+from agentic_rag.skills import SkillRegistry
 
 # The spec's most values in one completion.
 MAX_VALUES = 100
@@ -28,8 +29,11 @@ def _completion(values: list[str], more: bool) -> types.CompleteResult:
 class Completions:
     """The `completion/complete` handler."""
 
-    def __init__(self, knowledge: KnowledgeFor | None, principal_for: PrincipalFor) -> None:
+    def __init__(
+        self, registry: SkillRegistry, knowledge: KnowledgeFor | None, principal_for: PrincipalFor
+    ) -> None:
         self._knowledge, self._principal_for = knowledge, principal_for
+        self._prompted = registry.get(RETRIEVER) is not None  # the prompt is offered
 
     async def complete(
         self, ctx: Context, params: types.CompleteRequestParams
@@ -44,7 +48,7 @@ class Completions:
                 return _completion([], False)
             found = await self._documents(principal.tenant, typed)
             return _completion([i for i, _ in found[:MAX_VALUES]], len(found) > MAX_VALUES)
-        if ref.name != PROMPT:
+        if ref.name != PROMPT or not self._prompted:
             raise MCPError(types.INVALID_PARAMS, f"unknown prompt {ref.name!r}")
         if argument.name == "top_k":
             numbers = [str(n) for n in range(1, MAX_TOP_K + 1) if str(n).startswith(typed)]

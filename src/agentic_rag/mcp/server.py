@@ -318,7 +318,7 @@ def build_server(
     tools = SkillTools(registry, principal_for, DurableCalls(tasks), levels)
     documents = DocumentResources(knowledge, principal_for)
     prompt = CitationPrompt(registry, principal_for, levels)
-    completions = Completions(knowledge, principal_for)
+    completions = Completions(registry, knowledge, principal_for)
     server = TaskServer(
         "agentic-rag",
         version=_version(),
