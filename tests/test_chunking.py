@@ -9,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentic_rag.knowledge.chunking import (
+    DOCUMENT_WORDS,
     TITLE_WORDS,
     Chunker,
+    document_embedding_text,
     embedding_text,
     offset_after,
     titled_prefix,
@@ -240,6 +242,18 @@ def test_a_chunk_stored_without_its_title_gets_it_when_it_still_fits() -> None:
     full = "word " * 253
     assert count("Intro\n" + full) <= 256 < count("WAL\nIntro\n" + full)
     assert titled_prefix("WAL", ("Intro",), "Intro\n", full, count, 256) == "Intro\n"
+
+
+def test_a_documents_own_vector_reads_its_title_and_opening_words() -> None:
+    words = [f"w{i}" for i in range(400)]
+    text = "# Heading\n\n" + " ".join(words[:10]) + "\n\n" + " ".join(words[10:])
+    opening = " ".join(["#", "Heading", *words[: DOCUMENT_WORDS - 2]])
+    assert document_embedding_text(" Write-Ahead  Logging ", text) == (
+        f"Write-Ahead Logging\n{opening}"
+    )
+    assert document_embedding_text("", text) == opening
+    long = " ".join(f"t{i}" for i in range(30))
+    assert document_embedding_text(long, "x").split("\n")[0].split() == long.split()[:TITLE_WORDS]
 
 
 def test_limits_that_leave_no_room_for_text_are_refused() -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import numpy as np
 
-from agentic_rag.knowledge.chunking import Chunker, embedding_text
+from agentic_rag.knowledge.chunking import Chunker, document_embedding_text, embedding_text
 from agentic_rag.knowledge.documents import ExtractedDocument
 from agentic_rag.knowledge.embeddings import Embedder, Vectors
 from agentic_rag.knowledge.jobs import Job, JobStore
@@ -212,15 +212,17 @@ class Ingestion:
             if not chunks:
                 raise SkillError(f"{document.uri}: no text to index")
             texts = [embedding_text(c) for c in chunks]
+            texts.append(document_embedding_text(document.title, document.text))
             vectors = await self._embed(run, document.uri, texts)
             result = await self._store.write_document(
                 tenant,
                 source,
                 document,
                 chunks,
-                vectors,
+                vectors[:-1],
                 self._space,
                 reached=reached,
+                document_vector=vectors[-1],
                 **validators,
             )
         run.summary.source_id = result.source_id

@@ -7,13 +7,17 @@ not embedded again.
 
 The embedder reads each chunk as the current recipe (chunking.EMBEDDING_RECIPE) makes it: a
 chunk stored by an older recipe gets its document's title before its prefix when the whole
-still fits the model (chunking.titled_prefix).
+still fits the model (chunking.titled_prefix). Each document gets its own vector too.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agentic_rag.knowledge.chunking import EMBEDDING_RECIPE, titled_prefix
+from agentic_rag.knowledge.chunking import (
+    EMBEDDING_RECIPE,
+    document_embedding_text,
+    titled_prefix,
+)
 from agentic_rag.knowledge.embeddings import Embedder
 from agentic_rag.knowledge.store import ChunkToEmbed, KnowledgeStore, Space
 
@@ -33,7 +37,8 @@ async def reembed(
     *,
     batch: int = BATCH,
 ) -> Space:
-    """Embed every chunk with `embedder` into a new space, then switch searches to it."""
+    """Embed every chunk and document with `embedder` into a new space, then switch
+    searches to it."""
     active = await store.active_space()
     if active is not None and (active.model, active.dimension, active.recipe) == (
         embedder.name,
@@ -55,11 +60,22 @@ async def reembed(
             after = rows[-1].chunk_id
             done += len(rows)
             report(ReembedProgress(done, max(total, done)))
+        last = ("", "")
+        while documents := await store.documents_to_embed(space, last, batch):
+            vectors = await embedder.embed(
+                [document_embedding_text(title, text) for _, _, title, text in documents]
+            )
+            keys = [(tenant, document_id) for tenant, document_id, _, _ in documents]
+            await store.add_document_embeddings(space, keys, vectors)
+            last = keys[-1]
+            done += len(documents)
+            report(ReembedProgress(done, max(total, done)))
 
     await fill()
     if space.state != "active":
         await store.activate(space)
-        # Chunks written with the old model between the last batch and the switch.
+        # Chunks and documents written with the old model between the last batch and the
+        # switch.
         await fill()
     return space
 

@@ -33,6 +33,10 @@ DOCUMENTS_CHANNEL = "agentic_rag_documents"
 # loses results when the tenant holds a small share of the index (KNOWLEDGE-NOTES), and an
 # exact scan costs 1.2-1.8 us per vector (p95 18.5 ms for 10k: bench/results/knowledge-scale.md).
 EXACT_SEARCH_MAX_CHUNKS = 12_000
+# The share of a chunk's dense score that is its document's own vector's similarity
+# (chunking.document_embedding_text): on bench/quality, 0.3 (of 0.1 to 1) ranked documents best
+# on the tuning half of the queries among weights of the document's vector.
+DOCUMENT_WEIGHT = 0.3
 # The memory a re-embedding's HNSW index is built with.
 HNSW_BUILD_MEMORY = "3GB"
 # The HNSW graph (neighbours per node, candidates kept while building) and the candidates a
@@ -321,11 +325,40 @@ class KnowledgeStore:
                 ],
             )
 
+    async def documents_to_embed(
+        self, space: Space, after: tuple[str, str], limit: int
+    ) -> list[tuple[str, str, str, str]]:
+        """(tenant, id, title, text) of documents of every tenant without a vector of their
+        own in `space`, in (tenant, id) order after `after`."""
+        rows = await self._pool.fetch(
+            "SELECT d.tenant, d.id, d.title, d.text FROM documents d "
+            "WHERE (d.tenant, d.id) > ($2, $3) AND NOT EXISTS (SELECT 1 FROM "
+            "document_embeddings e WHERE e.space = $1 AND e.tenant = d.tenant "
+            "AND e.document_id = d.id) ORDER BY d.tenant, d.id LIMIT $4",
+            space.id,
+            after[0],
+            after[1],
+            limit,
+        )
+        return [(r["tenant"], r["id"], r["title"], r["text"]) for r in rows]
+
+    async def add_document_embeddings(
+        self, space: Space, documents: Sequence[tuple[str, str]], vectors: np.ndarray
+    ) -> None:
+        """Vectors of (tenant, id) documents; documents deleted meanwhile are skipped."""
+        await self._pool.executemany(
+            "INSERT INTO document_embeddings (space, tenant, document_id, embedding) "
+            "SELECT $1, d.tenant, d.id, $4 FROM documents d WHERE d.tenant = $2 AND d.id = $3 "
+            "ON CONFLICT DO NOTHING",
+            [(space.id, t, d, v) for (t, d), v in zip(documents, vectors, strict=True)],
+        )
+
     async def count_embedded(self, space: Space) -> tuple[int, int]:
-        """(chunks with a vector in `space`, all chunks)."""
+        """(chunks and documents with a vector in `space`, all chunks and documents)."""
         row = await self._pool.fetchrow(
-            "SELECT (SELECT count(*) FROM chunk_embeddings WHERE space = $1) AS done, "
-            "(SELECT count(*) FROM chunks) AS total",
+            "SELECT (SELECT count(*) FROM chunk_embeddings WHERE space = $1) "
+            "+ (SELECT count(*) FROM document_embeddings WHERE space = $1) AS done, "
+            "(SELECT count(*) FROM chunks) + (SELECT count(*) FROM documents) AS total",
             space.id,
         )
         assert row is not None
@@ -457,10 +490,12 @@ class KnowledgeStore:
         etag: str | None = None,
         last_modified: str | None = None,
         links: Sequence[str] = (),
+        document_vector: np.ndarray | None = None,
     ) -> WriteResult:
         """Store `document` as the source's at `reached` (default: its URI), with its chunks
-        and their vectors. `source` is the source's id, or what it is: created with this
-        document if it does not exist yet.
+        and their vectors, and the document's own vector (ingestion always gives one; a
+        document without it is ranked by its chunks alone). `source` is the source's id, or
+        what it is: created with this document if it does not exist yet.
 
         Text stored already (same hash) is linked, not written again: `unchanged`. Otherwise
         the stored copy of the same page (this source's, or another's at the same URL) is
@@ -539,6 +574,16 @@ class KnowledgeStore:
                     for c, v in zip(chunks, vectors, strict=True)
                 ],
             )
+            if document_vector is not None:
+                await conn.execute(
+                    "INSERT INTO document_embeddings (space, tenant, document_id, embedding) "
+                    "VALUES ($1, $2, $3, $4) ON CONFLICT (space, tenant, document_id) "
+                    "DO UPDATE SET embedding = excluded.embedding",
+                    space.id,
+                    tenant,
+                    document_id,
+                    document_vector,
+                )
             await _learn_terms(conn, tenant, document_id)
             released = await _hold(conn, tenant, source_id, reached, document_id)
             status: WriteStatus = "updated" if target else "created"
@@ -725,11 +770,16 @@ class KnowledgeStore:
         filters: Filters,
         *,
         ef_search: int = HNSW_EF_SEARCH,
+        document_weight: float = DOCUMENT_WEIGHT,
     ) -> list[tuple[int, float]]:
-        """(chunk id, cosine similarity) of the `limit` nearest chunks, best first.
+        """(chunk id, score) of the `limit` nearest chunks, best first. The score is the
+        chunk's cosine similarity and its document's own vector's, weighted 1 and
+        `document_weight` (divided by their sum: a cosine's scale); a document without a
+        vector of its own counts its chunk's similarity twice.
 
-        Small tenants and narrow filters are scanned exactly; otherwise the HNSW index is read
-        with iterative scans, so that a tenant's rows are found however few they are.
+        The `limit` nearest chunks are found by their own similarity: small tenants and
+        narrow filters are scanned exactly; otherwise the HNSW index is read with iterative
+        scans, so that a tenant's rows are found however few they are.
         """
         params: list[Any] = [tenant, query, limit]
         where = _filter_sql(filters, params)
@@ -768,9 +818,30 @@ class KnowledgeStore:
                     f"ORDER BY {approximate} LIMIT $3"
                 )
             rows = await conn.fetch(sql, *params)
+            similarity = {r["chunk_id"]: 1.0 - float(r["distance"]) for r in rows}
+            vector = space.vector_type
+            of_document: dict[int, float] = dict(
+                await conn.fetch(  # type: ignore[arg-type]
+                    f"SELECT c.id, 1 - (d.embedding::{vector} <=> $3::{vector}) FROM chunks c "
+                    "JOIN document_embeddings d ON d.space = $1 AND d.tenant = c.tenant "
+                    "AND d.document_id = c.document_id "
+                    "WHERE c.tenant = $2 AND c.id = ANY($4::bigint[])",
+                    space.id,
+                    tenant,
+                    query,
+                    list(similarity),
+                )
+                if document_weight and similarity
+                else []
+            )
         # relaxed_order and half precision may order rows slightly wrong: sort by the score.
-        hits = sorted(((r["chunk_id"], 1.0 - float(r["distance"])) for r in rows), key=_score)
-        return hits
+        return sorted(
+            (
+                (c, (s + document_weight * float(of_document.get(c, s))) / (1 + document_weight))
+                for c, s in similarity.items()
+            ),
+            key=_score,
+        )
 
     async def lexical(
         self,
