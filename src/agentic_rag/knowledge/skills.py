@@ -55,7 +55,11 @@ class VectorSearchInput(BaseModel):
     query: str = Field(description="What to look for, in natural language")
     top_k: int = Field(10, ge=1, le=100)
     similarity_threshold: float | None = Field(
-        None, ge=-1, le=1, description="Drop hits whose cosine similarity is below this"
+        None,
+        ge=-1,
+        le=1,
+        description="Drop hits whose similarity is below this: the chunk's cosine similarity "
+        "and its document's, weighted 1 and 0.3 (a cosine's scale)",
     )
     filters: SearchFilters = Field(default_factory=SearchFilters)
 
