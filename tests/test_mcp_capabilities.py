@@ -332,3 +332,33 @@ async def test_stdio_subscriptions_hear_another_workers_changes(
     assert unknown.value.code == types.INVALID_PARAMS
     assert any(line.startswith("ingest_text runs as task ") for line in logged.at("debug"))
     assert completed.completion.values == ["Tide table", "Tide turns"]
+
+
+# -- the stdio bridge: log messages and completions of the server it forwards to ----------
+
+
+async def test_the_bridge_forwards_log_messages_and_completions(
+    server: LiveServer, database_url: str
+) -> None:
+    tenant = f"t{uuid.uuid4().hex[:10]}"
+    key = (await create_keys(database_url, tenant, key=["read", "write"]))["key"]
+    bridge = StdioServerParameters(
+        command=str(BIN / "agentic-rag-mcp"),
+        env=base_env(AGENTIC_RAG_URL=server.url, AGENTIC_RAG_API_KEY=key),
+    )
+    at_debug, at_warning = Logged(), Logged()
+    async with Client(bridge, mode=LEGACY, logging_callback=at_debug) as desktop:
+        capabilities = desktop.server_capabilities
+        await desktop.set_logging_level("debug")
+        await ingest_text(desktop, "Gannets dive from thirty metres.", "Gannets diving")
+        completed = await desktop.complete(
+            types.PromptReference(type="ref/prompt", name="answer_with_citations"),
+            {"name": "question", "value": "gann"},
+        )
+    async with Client(bridge, mode=LEGACY, logging_callback=at_warning) as desktop:
+        await ingest_text(desktop, "Gannets nest in colonies.", "Gannet colonies")
+    assert capabilities.logging is not None and capabilities.completions is not None
+    (task_line,) = at_debug.at("debug")
+    assert task_line.startswith("ingest_text runs as task ")
+    assert completed.completion.values == ["Gannets diving"]
+    assert at_warning.lines == []  # the bridge's level is `warning` until the client sets one

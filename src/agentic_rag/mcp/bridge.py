@@ -5,7 +5,9 @@ forwards the tools, resources and prompts requests to the server's `/mcp` with t
 and the configured API key, so the desktop client works on the server's data, as that key's
 tenant. (MCP tasks are not forwarded: the bridge does not declare them, so clients do not
 ask for them; a long call is durable all the same, as the server runs it as a task.)
-Progress comes back as progress; a question the server asks (a 2026-07-28 `input_required`
+Progress and log messages come back as they are (at the level the client set with
+`logging/setLevel`, or its 2026-07-28 request asks for), completions are the server's; a
+question the server asks (a 2026-07-28 `input_required`
 result) is passed on to a client of that era, or asked with an elicitation request of the
 client's own session, and the answer is sent back in a retry of the call.
 
@@ -21,13 +23,15 @@ from typing import Any
 import httpx2
 import mcp.types as types
 from mcp import Client, ClientSession
-from mcp.client.session import ClientRequestContext
+from mcp.client.session import ClientRequestContext, LoggingFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentic_rag.mcp.access import Context
+from agentic_rag.mcp.client_log import DEFAULT_LEVEL, LEVELS
 from agentic_rag.mcp.elicitation import ANSWER, cannot_ask
 from agentic_rag.mcp.server import MAX_ROUNDS, elicitation_channel
 
@@ -68,13 +72,17 @@ class Upstream:
         self.server_info: types.Implementation | None = None
         self.instructions: str | None = None
 
-    def _client(self) -> Client:
+    def _client(
+        self, log: LoggingFnT | None = None, level: types.LoggingLevel | None = None
+    ) -> Client:
         return Client(
             streamable_http_client(self.url, http_client=self._http),
             mode=self._mode,
             prior_discover=self._discovered,
             elicitation_callback=_not_over_http,
             cache=None,  # every tools/list asks the server: its tools are the truth
+            logging_callback=log,
+            log_level=level,  # asked per request in 2026-07-28: the server keeps no level
         )
 
     async def probe(self) -> None:
@@ -88,11 +96,17 @@ class Upstream:
             else:
                 self._mode = "legacy"
 
-    async def ask[T](self, request: Callable[[ClientSession], Awaitable[T]]) -> T:
-        """`request` on a fresh connection; the server's MCP errors are raised as they are."""
+    async def ask[T](
+        self,
+        request: Callable[[ClientSession], Awaitable[T]],
+        log: LoggingFnT | None = None,
+        level: types.LoggingLevel | None = None,
+    ) -> T:
+        """`request` on a fresh connection, its log messages to `log` from `level` up; the
+        server's MCP errors are raised as they are."""
         refused: MCPError | None = None
         try:
-            async with self._client() as client:
+            async with self._client(log, level) as client:
                 try:
                     return await request(client.session)
                 except MCPError as exc:
@@ -112,6 +126,34 @@ class Bridge:
 
     def __init__(self, upstream: Upstream) -> None:
         self._upstream = upstream
+        self._level: types.LoggingLevel = DEFAULT_LEVEL  # this process's one client's
+
+    async def set_level(
+        self, ctx: Context, params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        self._level = params.level
+        return types.EmptyResult()
+
+    def _log_of(self, ctx: Context) -> tuple[LoggingFnT, types.LoggingLevel | None]:
+        """Where the server's log messages for the request `ctx` go, and from which level."""
+
+        async def forward(params: types.LoggingMessageNotificationParams) -> None:
+            notification = types.LoggingMessageNotification(params=params)
+            await ctx.session.send_notification(notification, ctx.request_id)
+
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return forward, self._level
+        requested = (ctx.meta or {}).get(types.LOG_LEVEL_META_KEY)
+        return forward, requested if requested in LEVELS else None
+
+    async def complete(
+        self, ctx: Context, params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        context = params.context.arguments if params.context else None
+        return await self._upstream.ask(
+            lambda session: session.complete(params.ref, argument, context)
+        )
 
     async def list_tools(
         self, ctx: Context, params: types.PaginatedRequestParams | None
@@ -155,7 +197,7 @@ class Bridge:
         self, ctx: Context, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         got = await self._upstream.ask(
-            lambda session: session.get_prompt(params.name, params.arguments)
+            lambda session: session.get_prompt(params.name, params.arguments), *self._log_of(ctx)
         )
         return types.GetPromptResult(description=got.description, messages=got.messages)
 
@@ -167,7 +209,9 @@ class Bridge:
 
         responses, state = params.input_responses, params.request_state
         for _ in range(MAX_ROUNDS + 1):
-            result = await self._upstream.ask(_call(params, progress, responses, state))
+            result = await self._upstream.ask(
+                _call(params, progress, responses, state), *self._log_of(ctx)
+            )
             if isinstance(result, types.CallToolResult):
                 return result
             questions = _form_questions(result)
@@ -248,7 +292,7 @@ async def bridge_server(url: str, api_key: str | None) -> AsyncIterator[Server[A
         upstream = Upstream(url, http)
         await upstream.probe()
         bridge = Bridge(upstream)
-        yield Server(
+        server: Server[Any] = Server(
             "agentic-rag",
             version=upstream.server_info.version if upstream.server_info else "",
             instructions=upstream.instructions,
@@ -259,4 +303,10 @@ async def bridge_server(url: str, api_key: str | None) -> AsyncIterator[Server[A
             on_read_resource=bridge.read_resource,
             on_list_prompts=bridge.list_prompts,
             on_get_prompt=bridge.get_prompt,
+            on_completion=bridge.complete,
         )
+        # Added, not passed: the SDK warns of the constructor's argument (client_log.py).
+        server.add_request_handler(
+            "logging/setLevel", types.SetLevelRequestParams, bridge.set_level
+        )
+        yield server
