@@ -45,7 +45,7 @@ from agentic_rag.knowledge.sources.fetch import (
     Validators,
 )
 from agentic_rag.knowledge.sources.markdown import markdown_sections
-from agentic_rag.knowledge.sources.pdf import PdfError, PdfReader, ocr_note
+from agentic_rag.knowledge.sources.pdf import PdfError, PdfReader
 from agentic_rag.knowledge.sources.web import (
     CrawlOptions,
     CrawlOutcome,
@@ -441,7 +441,7 @@ class KnowledgeService:
                     page=page.number,
                     pages=page.count,
                 )
-            notes = [ocr_note(reader.ocr_pages, reader.page_count)] if reader.ocr_pages else []
+            notes = reader.notes()
             return ExtractedDocument(
                 uri=uri,
                 title=reader.title or uri.rstrip("/").rsplit("/", 1)[-1] or uri,
