@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
@@ -32,6 +34,7 @@ from tests.test_mcp_knowledge import _page as page_html
 from tests.test_mcp_stdio import BIN, base_env
 
 LEGACY = "legacy"  # the SDK client's handshake mode: protocol 2025-11-25
+MODERN = "auto"  # the SDK client's default: protocol 2026-07-28 against this server
 
 
 class Logged:
@@ -123,10 +126,10 @@ async def server(
         yield live
 
 
-def http_client(server: LiveServer, key: str, **options: Any) -> Client:
+def http_client(server: LiveServer, key: str, mode: str = LEGACY, **options: Any) -> Client:
     http = httpx2.AsyncClient(headers={"X-API-Key": key}, timeout=120)
     transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
-    return Client(transport, mode=LEGACY, **options)
+    return Client(transport, mode=mode, **options)
 
 
 def stdio_client(database_url: str, data_dir: Path, **options: Any) -> Client:
@@ -332,6 +335,49 @@ async def test_stdio_subscriptions_hear_another_workers_changes(
     assert unknown.value.code == types.INVALID_PARAMS
     assert any(line.startswith("ingest_text runs as task ") for line in logged.at("debug"))
     assert completed.completion.values == ["Tide table", "Tide turns"]
+
+
+# -- 2026-07-28 over HTTP: subscriptions/listen ------------------------------------------
+
+
+async def first_events(subscription: Any, count: int) -> list[Any]:
+    events = []
+    with anyio.fail_after(60):
+        async for event in subscription:
+            events.append(event)
+            if len(events) == count:
+                return events
+    raise AssertionError(f"the stream ended after {events}")
+
+
+async def test_http_listen_streams_the_callers_document_changes_only(
+    server: LiveServer, keys: dict[str, str]
+) -> None:
+    async with (
+        http_client(server, keys["local"]) as local,
+        http_client(server, keys["other"]) as other,
+    ):
+        mine = await ingest_text(local, "Terns fly from pole to pole.", "Terns")
+        theirs = await ingest_text(other, "Skuas chase terns.", "Skuas")
+        async with (
+            http_client(server, keys["local"], mode=MODERN) as local_listener,
+            http_client(server, keys["other"], mode=MODERN) as other_listener,
+            local_listener.listen(
+                resources_list_changed=True, resource_subscriptions=[document_uri(mine)]
+            ) as heard_by_local,
+            # The other tenant names this tenant's document too: it must hear nothing of it.
+            other_listener.listen(
+                resource_subscriptions=[document_uri(mine), document_uri(theirs)]
+            ) as heard_by_other,
+        ):
+            for client, document_id in ((local, mine), (other, theirs)):
+                deleted = await client.call_tool("delete_document", {"document_id": document_id})
+                assert not deleted.is_error
+            local_events = await first_events(heard_by_local, 2)
+            other_events = await first_events(heard_by_other, 1)
+    assert local_events == [ResourceUpdated(uri=document_uri(mine)), ResourcesListChanged()]
+    # Deleted after the other tenant's document: had that leaked, it would have come first.
+    assert other_events == [ResourceUpdated(uri=document_uri(theirs))]
 
 
 # -- the stdio bridge: log messages and completions of the server it forwards to ----------

@@ -302,6 +302,7 @@ def build_app(settings: Settings | None = None, registry: SkillRegistry | None =
         tasks=lambda: engine.service,
         # The product's skills (registry None) come with the knowledge engine.
         knowledge=(lambda: engine.knowledge) if registry is None else None,
+        pool=lambda: engine.pool,
     )
     metrics = observed.Metrics()
     health = HealthEndpoints(

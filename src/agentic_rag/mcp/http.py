@@ -9,11 +9,12 @@ request goes to the one its `Accept` header asks for: a client that accepts
 
 import ipaddress
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+import asyncpg
 from mcp.server import Server
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -29,6 +30,7 @@ from agentic_rag.mcp.access import principal_from_http
 from agentic_rag.mcp.durable import TaskServiceFor
 from agentic_rag.mcp.resources import KnowledgeFor
 from agentic_rag.mcp.server import build_server
+from agentic_rag.mcp.subscriptions import DocumentChanges, TenantListen
 from agentic_rag.skills import SkillRegistry
 
 PATH = "/mcp"
@@ -150,15 +152,23 @@ class McpHttp:
         *,
         tasks: TaskServiceFor,
         knowledge: KnowledgeFor | None,
+        pool: Callable[[], asyncpg.Pool],
     ) -> None:
-        """`tasks` and `knowledge` give the engine's services once it runs (see build_server)."""
+        """`tasks` and `knowledge` give the engine's services once it runs (see build_server),
+        `pool` its database, whose document changes 2026-07-28 clients may listen to."""
         for name in _StatelessNoise.LOGGERS:
             logging.getLogger(name).addFilter(_STATELESS_NOISE)  # adds an instance only once
+        # Stateless: no connection outlives a request, so no `resources/subscribe`; a
+        # 2026-07-28 `subscriptions/listen` is a request whose response is the stream.
+        listen = TenantListen(principal_from_http) if knowledge is not None else None
+        self._changes = DocumentChanges(listen.changed) if listen is not None else None
+        self._pool = pool
         self.server: Server[Any] = build_server(
             registry,
             principal_from_http,
             tasks=tasks,
             knowledge=knowledge,
+            listen=listen,
             instructions=settings.agent_description,
         )
         security = transport_security(settings)
@@ -179,6 +189,10 @@ class McpHttp:
     async def run(self) -> AsyncIterator[None]:
         """Run the session managers: a mounted app's own lifespan never runs."""
         sse, json = self._managers
-        async with sse.run(), json.run():
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(sse.run())
+            await stack.enter_async_context(json.run())
+            if self._changes is not None:
+                await stack.enter_async_context(self._changes.listening(self._pool()))
             log.info("MCP session managers started: stateless Streamable HTTP at %s", PATH)
             yield

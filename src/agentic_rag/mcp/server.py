@@ -47,7 +47,7 @@ from agentic_rag.mcp.elicitation import (
 )
 from agentic_rag.mcp.prompts import CitationPrompt
 from agentic_rag.mcp.resources import DocumentResources, KnowledgeFor
-from agentic_rag.mcp.subscriptions import DocumentSubscriptions
+from agentic_rag.mcp.subscriptions import DocumentSubscriptions, TenantListen
 from agentic_rag.mcp.tasks import EXECUTION, McpTasks, TaskServer
 from agentic_rag.observability import metrics as observed
 from agentic_rag.security.principal import Principal
@@ -305,6 +305,7 @@ def build_server(
     tasks: TaskServiceFor,
     knowledge: KnowledgeFor | None,
     subscriptions: DocumentSubscriptions | None = None,
+    listen: TenantListen | None = None,
     instructions: str | None = None,
 ) -> Server[Any]:
     """An MCP server whose tools are the skills of `registry`, each called as `principal_for`.
@@ -312,7 +313,8 @@ def build_server(
     `tasks` gives the engine's task service, which runs the calls of resumable skills;
     `knowledge` its knowledge service, whose documents are resources (None: no documents);
     `subscriptions`, for a server of one lasting connection (stdio), its client's
-    subscriptions to documents (None: no `resources/subscribe`).
+    subscriptions to documents (None: no `resources/subscribe`); `listen` the streams of
+    document changes of 2026-07-28 clients (None: no `subscriptions/listen`).
     """
     levels = LogLevels(principal_for)
     tools = SkillTools(registry, principal_for, DurableCalls(tasks), levels)
@@ -334,6 +336,7 @@ def build_server(
         on_completion=completions.complete,
         on_subscribe_resource=subscriptions.subscribe if subscriptions else None,
         on_unsubscribe_resource=subscriptions.unsubscribe if subscriptions else None,
+        on_subscriptions_listen=listen,
     )
     # Added, not passed: the SDK warns of the constructor's argument (gone in 2026-07-28,
     # where a request asks for log lines in its `_meta`; client_log.py).

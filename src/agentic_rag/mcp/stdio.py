@@ -18,7 +18,7 @@ from agentic_rag.config import Settings
 from agentic_rag.mcp.access import fixed_principal
 from agentic_rag.mcp.bridge import bridge_server, describe, endpoint
 from agentic_rag.mcp.server import build_server
-from agentic_rag.mcp.subscriptions import DocumentSubscriptions
+from agentic_rag.mcp.subscriptions import DocumentChanges, DocumentSubscriptions, TenantListen
 from agentic_rag.security.principal import LOCAL
 from agentic_rag.skills import SkillRegistry
 
@@ -42,24 +42,27 @@ async def serve_local(settings: Settings, registry: SkillRegistry | None) -> Non
             # The product's skills (registry None) come with the knowledge engine, whose
             # documents this one client may subscribe to.
             knowledge = (lambda: engine.knowledge) if registry is None else None
-            subscriptions = (
-                DocumentSubscriptions(knowledge, principal_for) if knowledge is not None else None
-            )
+            subscriptions = listen = None
+            if knowledge is not None:
+                subscriptions = DocumentSubscriptions(knowledge, principal_for)
+                listen = TenantListen(principal_for)
             server = build_server(
                 engine.registry,
                 principal_for,
                 tasks=lambda: engine.service,
                 knowledge=knowledge,
                 subscriptions=subscriptions,
+                listen=listen,
                 instructions=settings.agent_description,
             )
-            if subscriptions is None:
+            if subscriptions is None or listen is None:
                 await server.run(read, write, server.create_initialization_options())
                 return
             options = server.create_initialization_options(
                 NotificationOptions(resources_changed=True)
             )
-            async with subscriptions.listening(engine.pool):
+            changes = DocumentChanges(subscriptions.changed, listen.changed)
+            async with changes.listening(engine.pool):
                 await server.run(read, write, options)
         finally:
             await engine.stop()

@@ -1,29 +1,38 @@
 """Resource subscriptions: a client hears when its documents change, whichever worker changed them.
 
 Each commit that creates, changes or deletes a document notifies PostgreSQL's channel
-`store.DOCUMENTS_CHANNEL` (knowledge/store.py), so a change made by any process on the database
-(an HTTP worker, an A2A task, another stdio server) reaches this one, which tells its client:
+`store.DOCUMENTS_CHANNEL` (knowledge/store.py); `DocumentChanges` listens to it, so a change
+made by any process on the database (an HTTP worker, an A2A task, another stdio server)
+reaches the clients of this one, of the change's tenant only:
 
-- `notifications/resources/updated` for a subscribed document changed (re-ingested with other
-  text) or deleted;
-- `notifications/resources/list_changed` when a document of the client's tenant is added or
-  deleted.
+- `resources/updated` for a subscribed document changed (re-ingested with other text) or
+  deleted;
+- `resources/list_changed` when a document of the client's tenant is added or deleted.
 
-Notifications outside a request need a connection that lasts: stdio has one, which this server
-serves alone. Stateless HTTP has none (2025-11-25 clients get no `subscribe` capability there).
+2025-11-25 (`DocumentSubscriptions`): `resources/subscribe` and the notifications outside any
+request need a connection that lasts: stdio has one, which the server serves alone; stateless
+HTTP has none and does not offer them. 2026-07-28 (`TenantListen`): `subscriptions/listen`,
+whose response is the stream of notifications, over stdio and over HTTP alike.
 """
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 import asyncpg
 import mcp.types as types
 import orjson
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourcesListChanged,
+    ResourceUpdated,
+)
 from mcp.shared.exceptions import MCPError
 
 from agentic_rag.knowledge.store import DOCUMENTS_CHANNEL
@@ -37,10 +46,49 @@ log = logging.getLogger(__name__)
 # documents deleted) waits here rather than in PostgreSQL's queue.
 BACKLOG = 10_000
 
+# (tenant, document id, "created" | "updated" | "deleted")
+OnChange = Callable[[str, str, str], Awaitable[None]]
+
+
+class DocumentChanges:
+    """The database's document changes, passed on to each of `consumers` in turn."""
+
+    def __init__(self, *consumers: OnChange) -> None:
+        self._consumers = consumers
+
+    @asynccontextmanager
+    async def listening(self, pool: asyncpg.Pool) -> AsyncIterator[None]:
+        """Listen on a connection of `pool` until the block ends."""
+        changes, taken = anyio.create_memory_object_stream[dict[str, Any]](BACKLOG)
+
+        def heard(_conn: object, _pid: int, _channel: str, payload: object) -> None:
+            try:
+                changes.send_nowait(orjson.loads(str(payload)))
+            except anyio.WouldBlock:
+                log.warning("too many document changes at once: some were not notified")
+
+        async with pool.acquire() as conn, anyio.create_task_group() as group:
+            await conn.add_listener(DOCUMENTS_CHANNEL, heard)
+            group.start_soon(self._pass_on, taken)
+            try:
+                yield
+            finally:
+                await conn.remove_listener(DOCUMENTS_CHANNEL, heard)
+                group.cancel_scope.cancel()
+
+    async def _pass_on(self, taken: anyio.abc.ObjectReceiveStream[dict[str, Any]]) -> None:
+        async with taken:
+            async for change in taken:
+                for consumer in self._consumers:
+                    try:
+                        await consumer(change["tenant"], change["id"], change["change"])
+                    except Exception:  # a client went away: the next change may find it back
+                        log.debug("could not notify a document change", exc_info=True)
+
 
 class DocumentSubscriptions:
     """The `resources/subscribe` and `resources/unsubscribe` handlers of one connection's
-    client, and the notifications of its tenant's document changes."""
+    client (2025-11-25), and the notifications of its tenant's document changes."""
 
     def __init__(self, knowledge: KnowledgeFor, principal_for: PrincipalFor) -> None:
         self._knowledge, self._principal_for = knowledge, principal_for
@@ -80,35 +128,7 @@ class DocumentSubscriptions:
             self._subscribed.get(principal.tenant, set()).discard(document_id)
         return types.EmptyResult()
 
-    @asynccontextmanager
-    async def listening(self, pool: asyncpg.Pool) -> AsyncIterator[None]:
-        """Listen to the database's document changes and notify the client of them."""
-        changes, taken = anyio.create_memory_object_stream[dict[str, Any]](BACKLOG)
-
-        def heard(_conn: object, _pid: int, _channel: str, payload: object) -> None:
-            try:
-                changes.send_nowait(orjson.loads(str(payload)))
-            except anyio.WouldBlock:
-                log.warning("too many document changes at once: some were not notified")
-
-        async with pool.acquire() as conn, anyio.create_task_group() as group:
-            await conn.add_listener(DOCUMENTS_CHANNEL, heard)
-            group.start_soon(self._notify_all, taken)
-            try:
-                yield
-            finally:
-                await conn.remove_listener(DOCUMENTS_CHANNEL, heard)
-                group.cancel_scope.cancel()
-
-    async def _notify_all(self, taken: anyio.abc.ObjectReceiveStream[dict[str, Any]]) -> None:
-        async with taken:
-            async for change in taken:
-                try:
-                    await self._notify(change["tenant"], change["id"], change["change"])
-                except Exception:  # the client went away: the next change may find it back
-                    log.debug("could not notify a document change", exc_info=True)
-
-    async def _notify(self, tenant: str, document_id: str, change: str) -> None:
+    async def changed(self, tenant: str, document_id: str, change: str) -> None:
         client = self._clients.get(tenant)
         if client is None:
             return
@@ -118,3 +138,31 @@ class DocumentSubscriptions:
             await client.send_resource_list_changed()
         if change == "deleted":
             self._subscribed.get(tenant, set()).discard(document_id)
+
+
+class TenantListen:
+    """The `subscriptions/listen` handler (2026-07-28): the SDK's, over one event bus per
+    tenant, so that a stream carries its caller's tenant's changes only."""
+
+    def __init__(self, principal_for: PrincipalFor) -> None:
+        self._principal_for = principal_for
+        self._buses: dict[str, InMemorySubscriptionBus] = {}
+        self._handlers: dict[str, ListenHandler] = {}
+
+    async def __call__(
+        self, ctx: Context, params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        tenant = require(self._principal_for(ctx), "read", "subscriptions/listen").tenant
+        if tenant not in self._handlers:
+            self._buses[tenant] = InMemorySubscriptionBus()
+            self._handlers[tenant] = ListenHandler(self._buses[tenant])
+        return await self._handlers[tenant](ctx, params)
+
+    async def changed(self, tenant: str, document_id: str, change: str) -> None:
+        bus = self._buses.get(tenant)
+        if bus is None:  # nobody of this tenant ever listened here
+            return
+        if change in ("updated", "deleted"):
+            await bus.publish(ResourceUpdated(uri=document_uri(document_id)))
+        if change in ("created", "deleted"):
+            await bus.publish(ResourcesListChanged())
