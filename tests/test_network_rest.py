@@ -5,6 +5,8 @@ sessions and their cap, and a delegation through the routes to a second server.
 
 import importlib.util
 import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -212,6 +214,51 @@ def test_a_session_records_its_participants_and_tasks(database_url: str, data_di
 
         problem(beta.get(f"/a2a/sessions/{context_id}"), 404, "not-found")
         assert conforms(beta.get("/a2a/sessions"), "SessionList")["sessions"] == []
+
+
+def test_messages_sent_at_once_each_enter_their_session(database_url: str, data_dir: Path) -> None:
+    """Without a cap, the entries of messages that arrive together are written together
+    (network/sessions.py): each one is in its session by the time it is answered, and a
+    session that expired opens again as a new one."""
+    with (
+        network_server(database_url, data_dir, session_idle_seconds=2.0) as us,
+        httpx.Client(base_url=us.url, timeout=30) as client,
+        ThreadPoolExecutor(max_workers=12) as pool,
+    ):
+
+        def send(text: str, **fields: str) -> dict[str, Any]:
+            answer = call(client, "message/send", {"message": text_message(text, **fields)})
+            return cast(dict[str, Any], answer["result"])
+
+        def session(context_id: str) -> dict[str, Any]:
+            return conforms(client.get(f"/a2a/sessions/{context_id}"), "SessionRecord")
+
+        first = list(pool.map(send, [f"hello {n}" for n in range(12)]))
+        contexts = [task["contextId"] for task in first]
+        assert len(set(contexts)) == 12
+        for task in first:
+            record = session(task["contextId"])
+            assert [p["id"] for p in record["participants"]] == ["local:local"]
+            assert [t["id"] for t in record["tasks"]] == [task["id"]]
+        # Several messages in one context at once: one session, one participant, every task.
+        same = list(pool.map(lambda n: send(f"again {n}", contextId=contexts[0]), range(6)))
+        record = session(contexts[0])
+        assert len(record["participants"]) == 1
+        assert {t["id"] for t in record["tasks"]} == {first[0]["id"]} | {t["id"] for t in same}
+        listed = conforms(client.get("/a2a/sessions"), "SessionList")["sessions"]
+        assert sorted(s["context_id"] for s in listed) == sorted(contexts)
+
+        time.sleep(2.2)  # every session expires
+        assert conforms(client.get("/a2a/sessions"), "SessionList")["sessions"] == []
+        send("back", contextId=contexts[1])
+        reopened = session(contexts[1])
+        opened, before = (
+            datetime.fromisoformat(reopened["created_at"]),
+            datetime.fromisoformat(record["last_activity"]),
+        )
+        assert opened > before
+        listed = conforms(client.get("/a2a/sessions"), "SessionList")["sessions"]
+        assert [s["context_id"] for s in listed] == [contexts[1]]
 
 
 def test_the_session_cap_refuses_one_session_too_many(database_url: str, data_dir: Path) -> None:

@@ -294,10 +294,16 @@ class A2AEndpoints:
 
     async def _accept(self, request: Request, send: SendParams, reply: Reply) -> Accepted:
         """`TaskService.send` in the caller's session (network/sessions.py): a message that
-        would open a session beyond the tenant's limit is refused before any task exists."""
+        would open a session beyond the tenant's limit is refused before any task exists.
+        Without a limit the session entry is written while the task is created; either way
+        it is durable before the caller is answered."""
         principal, sessions = principal_of(request.scope), self._engine.network.sessions
-        send = await sessions.admit(principal, send)
-        outcome = await self._engine.service.send(principal.tenant, send, reply=reply)
+        admission = await sessions.admit(principal, send)
+        send = admission.params
+        try:
+            outcome = await self._engine.service.send(principal.tenant, send, reply=reply)
+        finally:
+            await admission.entered()
         if send.message.context_id is None:  # a message to a task: its context is the session
             await sessions.touch(principal, outcome.snapshot.context_id)
         return outcome

@@ -7,6 +7,7 @@ sessions: a message that would open one more is refused (`SessionLimitError`), b
 is created.
 """
 
+import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -33,20 +34,33 @@ _CONTINUE = (
     "SELECT $1, context_id, $3, $4 FROM s ON CONFLICT (tenant, context_id, kind, participant) "
     "DO UPDATE SET last_seen = now() RETURNING true"
 )
-# A message in any session: opens it (again, if expired: a new start), records the sender, and
-# drops the tenant's other expired sessions. One statement: this runs for every message.
+# Messages in any sessions: each opens its session (again, if expired: a new start) and records
+# its sender, and the tenants' other expired sessions are dropped. $1-$4 are parallel arrays of
+# tenant, context id, kind and participant, sorted and without duplicates (a row may be
+# upserted once per statement; one lock order, so concurrent writes cannot deadlock on them);
+# $5 the idle seconds. One statement for every message that arrived meanwhile (`_Entries`).
 _ENTER = (
-    "WITH expired AS (DELETE FROM sessions WHERE tenant = $1 AND context_id <> $2 "
-    "  AND last_activity <= now() - make_interval(secs => $5)), "
-    "s AS (INSERT INTO sessions (tenant, context_id) VALUES ($1, $2) "
+    "WITH m AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) "
+    "  AS m (tenant, context_id, kind, participant)), "
+    "expired AS (DELETE FROM sessions WHERE tenant IN (SELECT tenant FROM m) "
+    "  AND last_activity <= now() - make_interval(secs => $5) "
+    "  AND (tenant, context_id) NOT IN (SELECT tenant, context_id FROM m)), "
+    "s AS (INSERT INTO sessions (tenant, context_id) SELECT DISTINCT tenant, context_id FROM m "
+    "  ORDER BY tenant, context_id "
     "  ON CONFLICT (tenant, context_id) DO UPDATE SET last_activity = now(), "
     "  created_at = CASE WHEN sessions.last_activity <= now() - make_interval(secs => $5) "
     "   THEN now() ELSE sessions.created_at END "
-    "  RETURNING context_id) "
+    "  RETURNING tenant, context_id) "
     "INSERT INTO session_participants (tenant, context_id, kind, participant) "
-    "SELECT $1, context_id, $3, $4 FROM s ON CONFLICT (tenant, context_id, kind, participant) "
-    "DO UPDATE SET last_seen = now()"
+    "SELECT m.tenant, m.context_id, m.kind, m.participant FROM m JOIN s USING (tenant, context_id) "
+    "ORDER BY 1, 2, 3, 4 "
+    "ON CONFLICT (tenant, context_id, kind, participant) DO UPDATE SET last_seen = now()"
 )
+# Wait this many turns of the event loop before writing, so that the messages that arrive
+# meanwhile share the statement (under load, one round trip for many messages).
+_ENTER_DELAY_TURNS = 4
+
+Entry = tuple[str, str, ParticipantKind, str]  # tenant, context id, kind, participant
 
 
 class SessionLimitError(A2AError):
@@ -90,19 +104,81 @@ def caller_id(principal: Principal) -> str:
     return f"{principal.method}:{principal.subject}"
 
 
+class _Entries:
+    """Group write of session entries: the messages that arrive within a few loop turns of the
+    first share one `_ENTER` statement, and each caller returns once its entry is durable."""
+
+    def __init__(self, pool: asyncpg.Pool, idle_seconds: float) -> None:
+        self._pool, self._idle_seconds = pool, idle_seconds
+        self._pending: list[tuple[Entry, asyncio.Future[None]]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._writing: set[asyncio.Task[None]] = set()
+
+    def enter(self, entry: Entry) -> asyncio.Future[None]:
+        """Queue `entry`; the future resolves once it is durable. A caller that stops waiting
+        (cancelled) leaves the others' write alone: results go only to futures not done."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((entry, done))
+        if self._writer is None:
+            self._writer = asyncio.create_task(self._write_soon(), name="session-entries")
+            self._writing.add(self._writer)  # a reference, so that it is not collected
+            self._writer.add_done_callback(self._writing.discard)
+        return done
+
+    async def _write_soon(self) -> None:
+        for _ in range(_ENTER_DELAY_TURNS):
+            await asyncio.sleep(0)
+        batch, self._pending, self._writer = self._pending, [], None
+        rows = sorted({entry for entry, _ in batch})
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        try:
+            await self._pool.execute(_ENTER, *columns, self._idle_seconds)
+        except asyncio.CancelledError:  # shutting down: nothing was entered
+            for _, done in batch:
+                done.cancel()
+            raise
+        except Exception as exc:  # each message it held fails with it
+            for _, done in batch:
+                if not done.done():
+                    done.set_exception(exc)
+            return
+        for _, done in batch:
+            if not done.done():
+                done.set_result(None)
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A message let into its session: `params` name the session's context, and `entered`
+    returns once the message is recorded in it (durably)."""
+
+    params: SendParams
+    pending: asyncio.Future[None] | None = None  # the entry, while it is being written
+
+    async def entered(self) -> None:
+        if self.pending is not None:
+            await self.pending
+
+
 class SessionStore:
     def __init__(self, pool: asyncpg.Pool, *, idle_seconds: float, limit: int | None) -> None:
         self._pool = pool
         self.idle_seconds, self.limit = idle_seconds, limit
+        self._entries = _Entries(pool, idle_seconds)
 
-    async def admit(self, principal: Principal, params: SendParams) -> SendParams:
+    async def admit(self, principal: Principal, params: SendParams) -> Admission:
         """Let the caller's message into its session, opening the session if need be (within
         the limit). A message that starts a task in no named context gets its new context's
         id here. A message to an existing task (no context named) is recorded after it was
-        accepted, with `touch`."""
+        accepted, with `touch`.
+
+        With a limit, this returns once the message is in its session (or raises
+        `SessionLimitError`), so a refused message creates no task. Without one nothing can
+        be refused: the entry is written (with other messages' entries) while the caller goes
+        on, and the caller awaits `entered()` before it answers."""
         message = params.message
         if message.task_id is not None and message.context_id is None:
-            return params
+            return Admission(params)
         if message.context_id is None:
             context_id = new_id()
             params = params.model_copy(
@@ -110,8 +186,11 @@ class SessionStore:
             )
         else:
             context_id = message.context_id
-        await self.join(principal.tenant, context_id, "caller", caller_id(principal))
-        return params
+        entry: Entry = (principal.tenant, context_id, "caller", caller_id(principal))
+        if self.limit is None:
+            return Admission(params, self._entries.enter(entry))
+        await self.join(*entry)
+        return Admission(params)
 
     async def touch(self, principal: Principal, context_id: str) -> None:
         """Record the caller's message in a session it continues."""
@@ -128,12 +207,12 @@ class SessionStore:
     ) -> None:
         """A message from `participant` in the session: its activity, and who sent it.
         Opening the session counts against the limit unless not `limited`."""
-        arguments = (tenant, context_id, kind, participant, self.idle_seconds)
+        entry = (tenant, context_id, kind, participant)
         if self.limit is None or not limited:
-            await self._pool.execute(_ENTER, *arguments)
+            await self._entries.enter(entry)
             return
         async with self._pool.acquire() as conn:
-            if await conn.fetchval(_CONTINUE, *arguments):  # the usual case: it is active
+            if await conn.fetchval(_CONTINUE, *entry, self.idle_seconds):  # the usual case
                 return
             async with conn.transaction():
                 # One opening per tenant at a time: two at once cannot both take the last place.
@@ -153,7 +232,7 @@ class SessionStore:
                         f"(AGENTIC_RAG_SESSION_LIMIT); continue one of them (send its "
                         f"contextId) or wait until one has been idle for {self.idle_seconds:g} s"
                     )
-                await conn.execute(_ENTER, *arguments)
+                await conn.execute(_ENTER, *([value] for value in entry), self.idle_seconds)
 
     async def reference_delegation(
         self, tenant: str, context_id: str, task_id: str, peer_id: str | None
