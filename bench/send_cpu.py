@@ -102,8 +102,8 @@ def commits(server: Server) -> int | None:
     socket_dir = (server.postgres_dir / "postmaster.pid").read_text().splitlines()[4].strip()
     query = "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
     out = subprocess.run(
-        ["psql", f"host={socket_dir} user=postgres dbname=postgres", "-Atc", query],
-        check=True, capture_output=True, text=True,
+        ["psql", "-U", "postgres", "-d", "postgres", "-Atc", query],
+        env={**os.environ, "PGHOST": socket_dir}, check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     return int(out.strip())
 
@@ -160,7 +160,8 @@ def render(report: dict[str, Any]) -> str:
         "and concurrency, servers fresh each round, interleaved; medians",
         "- *per-core req/s* = 1000 / (server process CPU ms per request): what the server's one "
         "Python process would answer on a core of its own; ours' PostgreSQL CPU is apart; "
-        "*commits/req*: transactions ours' PostgreSQL committed per answer (each a WAL flush)",
+        "*commits/req*: transactions ours' PostgreSQL committed per answer (writes, and the "
+        "pool's reset of a connection it takes back, one per use)",
         "",
         "| server | c | req/s | p50 ms | p99 ms | server CPU ms/req | PostgreSQL CPU ms/req "
         "| commits/req | per-core req/s | per-core / reference | other CPU % | errors |",
@@ -179,6 +180,12 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def rerender(name: str) -> None:
+    """Write results/NAME.md again from results/NAME.json."""
+    report = orjson.loads((RESULTS / f"{name}.json").read_bytes())
+    (RESULTS / f"{name}.md").write_text(render(report))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", default="HEAD", help="the baseline revision (default HEAD)")
@@ -186,7 +193,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--concurrency", default="16,64")
     parser.add_argument("--output", default="send-cpu")
+    parser.add_argument("--render", action="store_true", help="only rewrite OUTPUT.md from .json")
     args = parser.parse_args()
+    if args.render:
+        rerender(args.output)
+        return 0
     ensure_wrk()
     ensure_reference_venv()
     concurrency = [int(c) for c in args.concurrency.split(",")]
