@@ -9,7 +9,9 @@ process used divided by the answers it gave (ours: the uvicorn worker, and apart
 embedded PostgreSQL), and the rate one core would give at that cost (1000 / ms per request).
 `--before REV` runs that revision's `src/` and `conformance/` (exported with `git archive`) beside
 the work tree, so a change is measured against its baseline in the same run. Servers are started
-fresh each round and interleaved (the order rotates). Writes bench/results/NAME.{json,md}.
+fresh each round and interleaved (the order rotates). `--pin CPU` pins each server's process
+(ours: the worker, not its PostgreSQL) to that CPU once it is up, as on a machine where each
+server has a core of its own. Writes bench/results/NAME.{json,md}.
 """
 
 from __future__ import annotations
@@ -158,6 +160,8 @@ def render(report: dict[str, Any]) -> str:
         "CPU per request is the figure to compare)",
         f"- {report['rounds']} rounds of {report['seconds']} s after a 2 s warm-up per server "
         "and concurrency, servers fresh each round, interleaved; medians",
+        "- each server's process pinned to CPU "
+        + ("(none)" if report.get("pinned_to_cpu") is None else str(report["pinned_to_cpu"])),
         "- *per-core req/s* = 1000 / (server process CPU ms per request): what the server's one "
         "Python process would answer on a core of its own; ours' PostgreSQL CPU is apart; "
         "*commits/req*: transactions ours' PostgreSQL committed per answer (writes, and the "
@@ -193,6 +197,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--concurrency", default="16,64")
     parser.add_argument("--output", default="send-cpu")
+    parser.add_argument("--pin", type=int, help="pin each server's process to this CPU")
     parser.add_argument("--render", action="store_true", help="only rewrite OUTPUT.md from .json")
     args = parser.parse_args()
     if args.render:
@@ -212,6 +217,10 @@ def main() -> int:
             ours_at(work_tree, "ours-1 after", f"cpu-{round_no}"),
         ]
         with running(servers) as up:
+            if args.pin is not None:
+                for server in up:
+                    assert server.server_pid is not None
+                    os.sched_setaffinity(server.server_pid, {args.pin})
             order = up[round_no % len(up) :] + up[: round_no % len(up)]
             for c in concurrency:
                 for server in order:
@@ -234,6 +243,7 @@ def main() -> int:
         "before": tree.name.removeprefix("rev-"),
         "rounds": args.rounds,
         "seconds": args.seconds,
+        "pinned_to_cpu": args.pin,
         "load_start": load_start,
         "load_end": [round(x, 2) for x in os.getloadavg()],
         "summary": {str(c): {n: summarise(raw[c][n]) for n in names} for c in concurrency},
