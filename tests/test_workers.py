@@ -158,14 +158,18 @@ def test_a_paused_task_continued_on_two_workers_at_once_is_continued_once(
                 f"you said: {text}" for text in user_texts[1:]
             }
             # The other message came after: it joined the task while it worked, or, once it
-            # was final, started a follow-up task in its context that references it.
+            # was final, started a follow-up task in its context that references it (the
+            # answer is then an agent Message naming the follow-up).
             later = answers[loser]["result"]
-            if later["id"] == paused["id"]:
+            if later["kind"] == "task":
+                assert later["id"] == paused["id"]
                 assert user_texts == ["ask", texts[winner], texts[loser]]
             else:
+                assert later["kind"] == "message" and later["referenceTaskIds"] == [paused["id"]]
                 assert user_texts == ["ask", texts[winner]]
-                assert later["contextId"] == paused["contextId"]
-                assert later["history"][0]["referenceTaskIds"] == [paused["id"]]
+                follow_up = call(b, "tasks/get", {"id": later["taskId"]})["result"]
+                assert follow_up["contextId"] == paused["contextId"]
+                assert follow_up["history"][0]["referenceTaskIds"] == [paused["id"]]
             log = list(stream(a, "tasks/resubscribe", {"id": paused["id"]}, {"Last-Event-ID": "0"}))
             ids = [e.id for e in log]
             assert ids == sorted(set(ids)), ids
