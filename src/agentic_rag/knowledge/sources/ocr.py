@@ -90,12 +90,13 @@ def _ink(image: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 def _piece(ink: np.ndarray[Any, Any], line: list[Any], word_gap: float) -> _Piece:
     """One detected box: its text with the word spaces the page shows."""
     box, text, confidence, char_boxes = line[0], str(line[1]), float(line[2]), line[3]
-    ys = [point[1] for point in box]
+    xs, ys = [point[0] for point in box], [point[1] for point in box]
     top, bottom = min(ys), max(ys)
-    if len(char_boxes) == len(text) >= 2:
+    # A vertical line (taller than wide) is read turned: its gaps are not along the columns.
+    if len(char_boxes) == len(text) >= 2 and max(xs) - min(xs) > bottom - top:
         band = ink[max(int(top), 0) : max(int(bottom), int(top) + 1)]
         text = _spaced(band.any(axis=0), text, char_boxes, word_gap)
-    return _Piece(text.strip(), confidence, min(p[0] for p in box), top, bottom)
+    return _Piece(text.strip(), confidence, min(xs), top, bottom)
 
 
 def _spaced(

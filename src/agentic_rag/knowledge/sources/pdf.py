@@ -32,13 +32,13 @@ from agentic_rag.knowledge.sources.ocr import MAX_SIDE, read_image
 
 OCR_BELOW_CHARS = 16
 OCR_DPI = 300
-"""Measured (bench/ocr/results.md): the finest of 150-300 dpi reads 6-11 pt print best (character
-error rate 0.19-0.38%, 0.19-0.76% at 150 dpi) and a blurred scan too, at no measurable cost in
-time: lines are found on a copy of at most 2000 pixels and read at 48 pixels high anyway."""
+"""Measured (bench/ocr/results.md, 6-11 pt scans): the finest of 150-300 dpi reads best, 0.19-0.38%
+of characters wrong (0.28-0.95% at 150 dpi) and a blurred scan 1.23% (1.71%), for about 1.35
+times the time of 150 dpi: lines are found on a copy of at most 2000 pixels either way."""
 OCR_LOW_CONFIDENCE = 0.93
 """A page read with a lower mean character confidence is named as possibly misread. Measured:
-clean pages read at 0.976-0.987, a blurred scan misread by 1.5% at 0.947, one misread by 28% at
-0.915 (bench/ocr/)."""
+clean pages read at 0.976-0.986, a blurred scan misread by 1.2% at 0.947, one misread by 29% at
+0.917 (bench/ocr/results.md)."""
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffe\uffff]")
 _BLANK_LINES = re.compile(r"\n{3,}")
