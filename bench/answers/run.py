@@ -296,8 +296,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 report["corpus"] = await ingest(service, corpus)
             for name, gguf in answerers:
                 print(name, flush=True)
+                asked = questions[:: args.local_every] if name.startswith("local:") else questions
                 async with answerer(name, settings, pool, gguf) as service:
-                    rows = await answer_all(service, questions)
+                    rows = await answer_all(service, asked)
                 report["answerers"][name] = {
                     "summary": summary(rows, llm=name != "extractive"),
                     "answers": rows,
@@ -321,15 +322,19 @@ def markdown(report: dict[str, Any]) -> str:
         "known answers (questions.json); `hybrid_retrieve`'s path with top_k 5. "
         f"{report['machine']['cpus']} shared cores. Written by bench/answers/run.py.",
         "",
-        "| answerer | accuracy | contradicting (returned) | LLM's own accuracy | LLM's own "
-        "contradicting | withheld by the check | s/answer | accuracy/s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| answerer | questions | accuracy | extractive's on them | contradicting (returned) | "
+        "LLM's own accuracy | LLM's own contradicting | withheld by the check | s/answer | "
+        "accuracy/s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    extractive = {r["id"]: r["correct"] for r in report["answerers"]["extractive"]["answers"]}
     for name, data in report["answerers"].items():
         s = data["summary"]
         llm = "llm_accuracy_before_check" in s
+        baseline = sum(extractive[r["id"]] for r in data["answers"]) / len(data["answers"])
         lines.append(
-            f"| {name} | {s['accuracy']:.3f} | {s['contradicting_returned']} | "
+            f"| {name} | {s['questions']} | {s['accuracy']:.3f} | {baseline:.3f} | "
+            f"{s['contradicting_returned']} | "
             f"{s['llm_accuracy_before_check'] if llm else '-'} | "
             f"{s['llm_contradicting_before_check'] if llm else '-'} | "
             f"{s['withheld'] if llm else '-'} | {s['seconds_per_answer']} | "
@@ -355,6 +360,9 @@ def main() -> None:
     parser.add_argument("--local-gguf", action="append", default=[], metavar="NAME=PATH")
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions")
     parser.add_argument("--max-tokens", type=int, default=256, help="cap of a local reply")
+    parser.add_argument(
+        "--local-every", type=int, default=1, help="local models: every Nth question only"
+    )
     parser.add_argument("--output", default="results", help="writes NAME.{json,md} here")
     args = parser.parse_args()
     print(markdown(asyncio.run(run(args))))

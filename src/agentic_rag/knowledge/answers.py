@@ -17,11 +17,11 @@ ANSWER_TOKENS = 256
 """Enough for a few cited sentences; a small local model that rambles is cut off sooner."""
 
 ANSWER_INSTRUCTIONS = (
-    "Answer the question using only the numbered sources. End every sentence with the numbers "
-    "of the sources it comes from, in brackets, like [1] or [2][3]. Answer a yes/no question "
-    "with Yes or No first, as the sources say it. Copy names, numbers and commands exactly as "
+    "Answer the question using only the numbered sources, in one to three complete sentences "
+    "(a bare Yes or No is not an answer). End every sentence with the numbers of the sources it "
+    "comes from, in brackets, like [1] or [2][3]. Copy names, numbers and commands exactly as "
     "the sources write them. Say nothing the sources do not say. If the sources do not contain "
-    "the answer, say only: The sources do not say. Be concise: at most three sentences."
+    "the answer, say only: The sources do not say."
 )
 
 # A backslash before markdown punctuation ("foreign\_keys", "--\[no-\]guess") is an escape
