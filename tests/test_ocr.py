@@ -74,6 +74,6 @@ def test_the_ingest_result_names_a_page_read_with_low_confidence(alpha: Caller) 
     data = base64.b64encode(image_pdf([poor_scan()])).decode()
     summary = output(alpha.skill("ingest_pdf", data=data, filename="poor scan.pdf"))
     (document,) = summary["documents"]
-    assert document["notes"][0] == "page 1 of 1 were read by OCR (no text layer)"
+    assert document["notes"][0] == "page 1 of 1 was read by OCR (no text layer)"
     assert document["notes"][1].startswith("page 1 (confidence 0.")
     assert document["notes"][1].endswith("of 1 was read by OCR with low confidence: may be misread")

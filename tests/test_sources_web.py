@@ -323,13 +323,14 @@ async def test_crawl_of_a_whole_site(site: Site) -> None:
     assert fetched(outcomes, site.url("/report.pdf")).document.sections[0].page == 1
     scan = fetched(outcomes, site.url("/scan.pdf")).document
     assert "212" in scan.text and "heron" in scan.text.lower()
-    assert scan.notes == ["page 1 of 1 were read by OCR (no text layer)"]
+    assert scan.notes == ["page 1 of 1 was read by OCR (no text layer)"]
     notes = fetched(outcomes, site.url("/notes.md")).document
     assert notes.title == "Field notes"
     assert notes.sections[-1].heading_path == ("Field notes", "Tuesday")
 
     assert detail(outcomes, site.url("/moved")) == (
-        "refused by the SSRF guard: URL refused (address 10.0.0.1): private address"
+        "refused by the SSRF guard: URL refused (address 10.0.0.1): private address; an "
+        "intranet's addresses can be allowed with the setting AGENTIC_RAG_INGEST_ALLOW_PRIVATE"
     )
     assert detail(outcomes, site.url("/away")) == (
         f"redirected to {site.url('/docs/guide').replace('127.0.0.1', 'localhost')}: "

@@ -223,8 +223,8 @@ async def aextract_pdf(
 
 def ocr_note(pages: list[int], count: int) -> str:
     """What to tell the caller: "pages 3, 7 of 12 were read by OCR"."""
-    noun = "page" if len(pages) == 1 else "pages"
-    return f"{noun} {', '.join(map(str, pages))} of {count} were read by OCR (no text layer)"
+    noun, verb = ("page", "was") if len(pages) == 1 else ("pages", "were")
+    return f"{noun} {', '.join(map(str, pages))} of {count} {verb} read by OCR (no text layer)"
 
 
 def low_confidence_note(pages: dict[int, float], count: int) -> str:
