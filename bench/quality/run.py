@@ -41,11 +41,16 @@ sys.path.insert(0, str(HERE))
 import corpus  # noqa: E402
 import lexical  # noqa: E402
 import metrics  # noqa: E402
+import plain  # noqa: E402
 import report  # noqa: E402
 
 from agentic_rag.config import Settings  # noqa: E402
 from agentic_rag.knowledge import store as store_module  # noqa: E402
-from agentic_rag.knowledge.chunking import Chunker, embedding_text  # noqa: E402
+from agentic_rag.knowledge.chunking import (  # noqa: E402
+    Chunker,
+    document_embedding_text,
+    embedding_text,
+)
 from agentic_rag.knowledge.documents import Chunk, ExtractedDocument  # noqa: E402
 from agentic_rag.knowledge.embeddings import LocalEmbedder  # noqa: E402
 from agentic_rag.knowledge.fusion import Fused, Ranked, convex, rrf  # noqa: E402
@@ -137,9 +142,10 @@ async def index(
             sections=markdown_sections(document.markdown),
             metadata={"package": document.entry.package},
         )
-        extracted.append((doc, chunker.chunk(doc.sections)))
+        extracted.append((doc, chunker.chunk(doc.sections, title=doc.title)))
     timings["chunk_s"] = time.perf_counter() - started
     texts = [embedding_text(c) for _, chunks in extracted for c in chunks]
+    document_texts = [document_embedding_text(doc.title, doc.text) for doc, _ in extracted]
     log(f"{len(documents)} documents, {len(texts)} chunks; embedding")
 
     space = await store.open_space(embedder.name, embedder.dimension)
@@ -153,12 +159,21 @@ async def index(
         rate = (start + EMBED_SLICE) / (time.perf_counter() - started)
         log(f"  embedded {min(start + EMBED_SLICE, len(texts))}/{len(texts)} ({rate:.1f}/s)")
     timings["embed_s"] = time.perf_counter() - started
+    started = time.perf_counter()
+    document_vectors = await embedder.embed(document_texts)
+    timings["embed_documents_s"] = time.perf_counter() - started
 
     started = time.perf_counter()
     offset = 0
-    for doc, chunks in extracted:
+    for (doc, chunks), document_vector in zip(extracted, document_vectors, strict=True):
         result = await store.write_document(
-            TENANT, source, doc, chunks, vectors[offset : offset + len(chunks)], space
+            TENANT,
+            source,
+            doc,
+            chunks,
+            vectors[offset : offset + len(chunks)],
+            space,
+            document_vector=document_vector,
         )
         if result.status != "created":
             raise RuntimeError(f"{doc.uri}: {result.status}, expected created (a fresh store)")
@@ -545,6 +560,12 @@ async def main(args: argparse.Namespace) -> None:
             run.ranked["dense, exact numpy over our vectors"] = exact_top(
                 indexed.vectors, query_vectors, indexed.chunk_ids
             )
+            log("the plain model (title + 150-word windows) and the dense options")
+            t = time.perf_counter()
+            dense_study = await plain.measure(
+                run, documents, embedder, indexed.vectors, indexed.chunk_ids, query_vectors, DEPTH
+            )
+            timings["dense_study_s"] = time.perf_counter() - t
             fusions = fuse_all(run, dense_lists, lexical_lists)
             dense_weight = config.weights["dense"] / sum(config.weights.values())
             default = fusion_name(
@@ -628,6 +649,7 @@ async def main(args: argparse.Namespace) -> None:
             "timings": {k: round(v, 3) for k, v in timings.items()},
         },
         lexical_diagnosis=lexical_diagnosis,
+        dense_study=dense_study,
     )
     (HERE / f"{args.output}.json").write_text(json.dumps(results, indent=1) + "\n")
     (HERE / f"{args.output}.md").write_text(report.markdown(results))
