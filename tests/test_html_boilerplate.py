@@ -106,6 +106,9 @@ def git_site() -> Starlette:
                 f'sitemap/0.9">{urls}</urlset>',
                 media_type="application/xml",
             )
+        if path == "/index.html":  # a page without the manual's template
+            links = "".join(f'<li><a href="{name}">{name}</a></li>' for name in GIT_PAGES)
+            return HTMLResponse(f"<html><body><h1>Manual pages</h1><ul>{links}</ul></body></html>")
         if path in bodies:
             return HTMLResponse(bodies[path])
         return PlainTextResponse("not found", status_code=404)
@@ -150,3 +153,35 @@ async def test_a_crawl_keeps_the_site_boilerplate_out_of_every_chunk(
     assert "git-mv - Move or rename a file, a directory, or a symlink" in mv
     # The site's blocks are known now: a re-crawl finds every page as it stored it.
     assert again.ingested == 0 and again.unchanged == 3 and again.chunks == 0
+
+
+async def test_pages_without_the_template_do_not_bring_the_boilerplate_back(
+    pool: asyncpg.Pool, data_dir: Path
+) -> None:
+    """Once the suite line is known as the site's boilerplate, a crawl from another start page
+    (an index without the template: the line is then on 3 of 4 pages, under MIN_SHARE) still
+    leaves it out: the pages are found unchanged, under the second source too."""
+    settings = Settings(
+        data_dir=data_dir, ingest_allow_private=["127.0.0.1"], ingest_host_interval_seconds=0
+    )
+    service = KnowledgeService(settings, pool)
+    await service.start()
+
+    async def report(message: str) -> None:
+        pass
+
+    try:
+        with serve_in_thread(git_site()) as base:
+            manual = CrawlRequest(url=f"{base}/git-add.html", depth=0, sitemaps=True)
+            first = await service.ingest_url("alpha", new_id(), report, manual)
+            index = CrawlRequest(url=f"{base}/index.html", depth=1)
+            second = await service.ingest_url("alpha", new_id(), report, index)
+    finally:
+        await service.stop()
+
+    assert first.ingested == 3
+    assert second.ingested == 1 and second.unchanged == 3, second
+    texts = await pool.fetch("SELECT uri, text FROM documents WHERE tenant = 'alpha'")
+    assert len(texts) == 4 and not any(SUITE in row["text"] for row in texts)
+    rows = await pool.fetch("SELECT text FROM chunks WHERE tenant = 'alpha'")
+    assert not any(SUITE in row["text"] for row in rows)

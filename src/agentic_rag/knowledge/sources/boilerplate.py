@@ -7,7 +7,10 @@ page (other numbers count: pages that differ only in them, a template's, differ)
 The pages of a site (a tenant's pages on one host) that hold each block are recorded as pages
 are read (table `site_blocks`). A block is boilerplate on a site once it is on at least
 `MIN_PAGES` pages and on at least `MIN_SHARE` of the site's pages read so far: footers and
-suite names are on nearly every page, while a sentence that a few pages share stays. A
+suite names are on nearly every page, while a sentence that a few pages share stays. Once
+boilerplate (remembered in `site_boilerplate`), a block stays so while it is on at least
+`KEEP_SHARE` of the pages: a site that gains pages without its template (an index reached by
+another start page) must not see its footer come back, and its pages change, on every crawl. A
 heading is never boilerplate itself, but one left with nothing under it goes with its blocks.
 A page is never emptied: when all its blocks are repeated (pages made from one template), they
 are what it says, and it keeps them.
@@ -30,6 +33,7 @@ from agentic_rag.knowledge.sources.html_page import HTML_TYPES
 
 MIN_PAGES = 3
 MIN_SHARE = 0.8
+KEEP_SHARE = 0.5
 _DATE_OR_TIME = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?")
 
 
@@ -52,11 +56,18 @@ class SiteCounts:
 
     pages_with: dict[bytes, int]
     pages: int
+    known: frozenset[bytes] = frozenset()
+    """Those of the blocks found to be boilerplate before."""
 
     def repeated(self) -> frozenset[bytes]:
         """The blocks that are boilerplate on this site."""
-        floor = max(MIN_PAGES, MIN_SHARE * self.pages)
-        return frozenset(key for key, count in self.pages_with.items() if count >= floor)
+        new = max(MIN_PAGES, MIN_SHARE * self.pages)
+        kept = max(MIN_PAGES, KEEP_SHARE * self.pages)
+        return frozenset(
+            key
+            for key, count in self.pages_with.items()
+            if count >= new or (key in self.known and count >= kept)
+        )
 
 
 def without_boilerplate(
@@ -131,7 +142,40 @@ class SiteBlocks:
                 tenant,
                 site,
             )
-        return SiteCounts({row["block"]: row["pages"] for row in rows}, pages or 0)
+            known = await conn.fetch(
+                "SELECT block FROM site_boilerplate "
+                "WHERE tenant = $1 AND site = $2 AND block = ANY($3::bytea[])",
+                tenant,
+                site,
+                list(keys),
+            )
+        return SiteCounts(
+            {row["block"]: row["pages"] for row in rows},
+            pages or 0,
+            frozenset(row["block"] for row in known),
+        )
+
+    async def decided(self, tenant: str, site: str, counts: SiteCounts) -> frozenset[bytes]:
+        """The boilerplate among `counts`' blocks, remembered for the next decisions."""
+        repeated = counts.repeated()
+        if repeated == counts.known:
+            return repeated
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO site_boilerplate (tenant, site, block) "
+                "SELECT $1, $2, block FROM unnest($3::bytea[]) AS block ON CONFLICT DO NOTHING",
+                tenant,
+                site,
+                list(repeated - counts.known),
+            )
+            await conn.execute(
+                "DELETE FROM site_boilerplate "
+                "WHERE tenant = $1 AND site = $2 AND block = ANY($3::bytea[])",
+                tenant,
+                site,
+                list(counts.known - repeated),
+            )
+        return repeated
 
 
 class CrawlBoilerplate[Page]:
@@ -149,9 +193,9 @@ class CrawlBoilerplate[Page]:
         """`document` without the blocks that are boilerplate on its site so far."""
         if document.mime_type not in HTML_TYPES or not document.sections:
             return document
-        keys = page_keys(document.sections)
-        counts = await self._blocks.record(self._tenant, _site(document.uri), document.uri, keys)
-        repeated = counts.repeated()
+        keys, site = page_keys(document.sections), _site(document.uri)
+        counts = await self._blocks.record(self._tenant, site, document.uri, keys)
+        repeated = await self._blocks.decided(self._tenant, site, counts)
         self._read[document.uri] = (page, document, repeated)
         return _without(document, repeated)
 
@@ -160,8 +204,9 @@ class CrawlBoilerplate[Page]:
         what they were stored without: filtered anew."""
         changed = []
         for uri, (page, document, used) in self._read.items():
-            keys = page_keys(document.sections)
-            repeated = (await self._blocks.counts(self._tenant, _site(uri), keys)).repeated()
+            keys, site = page_keys(document.sections), _site(uri)
+            counts = await self._blocks.counts(self._tenant, site, keys)
+            repeated = await self._blocks.decided(self._tenant, site, counts)
             if repeated != used:
                 self._read[uri] = (page, document, repeated)
                 changed.append((page, _without(document, repeated)))
