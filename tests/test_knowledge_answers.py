@@ -162,3 +162,22 @@ def test_a_failed_llm_answer_is_replaced_by_quotes_with_the_reason(
     assert kept["answer"]["mode"] == "llm"
     assert kept["answer"]["text"] == GROUNDED
     assert kept["answer"]["note"] is None and kept["answer"]["rejected"] is None
+
+
+def test_a_quote_that_announces_a_list_goes_on_with_its_items() -> None:
+    """A quote ending in "Advantages include:" says nothing by itself; the list's first items
+    follow it, each whole, without their markers."""
+    passage = (
+        "There are advantages and disadvantages to using WAL instead of a rollback journal. "
+        "Advantages include:\n\n"
+        "1. WAL is significantly faster in most scenarios.\n"
+        "2. WAL provides more concurrency as readers do not block writers.\n"
+        "3. Disk I/O operations tend to be more sequential using WAL.\n"
+        "4. WAL uses many fewer fsync() operations.\n"
+        "5. The fifth advantage is left for the reader."
+    )
+    quoted = answers.best_sentences("What are the advantages of WAL?", passage)
+    assert quoted.startswith("There are advantages and disadvantages")
+    assert "Advantages include: WAL is significantly faster in most scenarios." in quoted
+    assert quoted.endswith("WAL uses many fewer fsync() operations.")
+    assert "fifth" not in quoted and "1." not in quoted

@@ -16,10 +16,11 @@ into a temporary data directory. Each question is answered with every answerer:
   with hosted_double.py: one answer in five is one of the failures real models make);
 - `local:NAME`: a GGUF model run by llama.cpp in process, as `AGENTIC_RAG_LLM_LOCAL` runs it.
 
-For each answerer: accuracy (the returned answer holds the known answer), the rate of returned
-answers that contradict the known answer, and for the LLMs the same for their own answers before
-the check, how often the check withheld one and why, and the seconds per answer (retrieval
-included). Results: bench/answers/results.{json,md}.
+For each answerer: accuracy (the returned answer holds the known answer), the returned answers
+that contradict the known answer, those whose claim their cited passages do not support (no
+citation, or no cited passage holds the known answer's evidence), and for the LLMs the same for
+their own answers before the check, how often the check withheld one and why, and the seconds
+per answer (retrieval included). Results: bench/answers/results.{json,md}.
 """
 
 import argparse
@@ -106,6 +107,17 @@ def contradicts(question: dict[str, Any], text: str, mode: str, passages: list[s
     evidence = " ".join(passages[n - 1] for n in cited if 1 <= n <= len(passages))
     known = set(_numbers(evidence or " ".join(passages))) | set(_numbers(question["question"]))
     return any(n not in known for n in _numbers(re.sub(r"\[\d+\]", "", text)))
+
+
+def unsupported(question: dict[str, Any], text: str, mode: str, passages: list[str]) -> bool:
+    """An LLM answer whose claim its cited passages do not support: it cites none, or none of
+    the passages it cites holds the known answer's evidence (the phrase of the page that
+    answers the question). Judged from the known answers, not by the product's check."""
+    if mode != "llm":
+        return False
+    cited = {int(n) for n in re.findall(r"\[(\d+)\]", text)}
+    evidence = " ".join(passages[n - 1] for n in sorted(cited) if 1 <= n <= len(passages))
+    return not evidence or not _holds(evidence, question["evidence"])
 
 
 def _numbers(text: str) -> list[str]:
@@ -211,6 +223,7 @@ async def answer_all(
             "note": answer.note,
             "correct": correct(question, answer.text, answer.mode),
             "contradicts": contradicts(question, answer.text, answer.mode, passages),
+            "unsupported": unsupported(question, answer.text, answer.mode, passages),
             "page_in_hits": any(
                 h.provenance.uri.endswith(f"/{question['page']}.html") for h in result.hits
             ),
@@ -220,6 +233,7 @@ async def answer_all(
             row["llm_text"] = llm_text
             row["llm_correct"] = correct(question, llm_text, "llm")
             row["llm_contradicts"] = contradicts(question, llm_text, "llm", passages)
+            row["llm_unsupported"] = unsupported(question, llm_text, "llm", passages)
         rows.append(row)
         print(
             f"  {question['id']:>3} {'ok ' if row['correct'] else 'no '}"
@@ -257,10 +271,9 @@ def summary(rows: list[dict[str, Any]], llm: bool) -> dict[str, Any]:
             "llm_answers_returned": count - len(withheld),
             "withheld": len(withheld),
             "withheld_reasons": dict(reasons.most_common()),
-            "unsupported_returned": 0,  # every returned LLM answer passed the check
+            "unsupported_returned": sum(r["unsupported"] for r in rows),
+            "llm_unsupported_before_check": sum(r["llm_unsupported"] for r in rows),
         }
-        unsupported = [r for r in withheld if "not supported" in r["note"] or "number" in r["note"]]
-        result["unsupported_before_check"] = round(len(unsupported) / count, 3)
         result["contradicting_before_check_rate"] = round(
             result["llm_contradicting_before_check"] / count, 3
         )
@@ -323,9 +336,9 @@ def markdown(report: dict[str, Any]) -> str:
         f"{report['machine']['cpus']} shared cores. Written by bench/answers/run.py.",
         "",
         "| answerer | questions | accuracy | extractive's on them | contradicting (returned) | "
-        "LLM's own accuracy | LLM's own contradicting | withheld by the check | s/answer | "
-        "accuracy/s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "unsupported (returned) | LLM's own accuracy | LLM's own contradicting | "
+        "LLM's own unsupported | withheld by the check | s/answer | accuracy/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     extractive = {r["id"]: r["correct"] for r in report["answerers"]["extractive"]["answers"]}
     for name, data in report["answerers"].items():
@@ -335,8 +348,10 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {s['questions']} | {s['accuracy']:.3f} | {baseline:.3f} | "
             f"{s['contradicting_returned']} | "
+            f"{s['unsupported_returned'] if llm else '-'} | "
             f"{s['llm_accuracy_before_check'] if llm else '-'} | "
             f"{s['llm_contradicting_before_check'] if llm else '-'} | "
+            f"{s['llm_unsupported_before_check'] if llm else '-'} | "
             f"{s['withheld'] if llm else '-'} | {s['seconds_per_answer']} | "
             f"{s['accuracy_per_second']} |"
         )

@@ -13,6 +13,8 @@ NO_LLM = "No LLM is configured, so this answer quotes the best passages"
 NOTHING_FOUND = "Nothing in the knowledge base matches this question."
 QUOTED_PASSAGES = 3
 SENTENCES_PER_PASSAGE = 2
+LIST_ITEMS_QUOTED = 4
+"""When the quote ends by announcing a list ("Advantages include:"), its first items follow."""
 ANSWER_TOKENS = 256
 """Enough for a few cited sentences; a small local model that rambles is cut off sooner."""
 
@@ -122,4 +124,7 @@ def best_sentences(query: str, passage: str, count: int = SENTENCES_PER_PASSAGE)
         range(len(sentences)),
         key=lambda i: (len(words & grounding.content_stems(sentences[i])), -i),
     )
-    return " ".join(sentences[best : best + count])
+    end = min(best + count, len(sentences))
+    if sentences[end - 1].endswith(":"):
+        end = min(end + LIST_ITEMS_QUOTED, len(sentences))
+    return " ".join(sentences[best:end])
