@@ -50,7 +50,7 @@ def test_a_scanned_page_is_read_by_ocr_and_the_result_says_so() -> None:
     for word in ("invoice", "4711", "pelican", "migration"):
         assert word in words
     assert document.metadata["ocr_pages"] == [2]
-    assert document.notes == ["page 2 of 2 were read by OCR (no text layer)"]
+    assert document.notes == ["page 2 of 2 was read by OCR (no text layer)"]
 
 
 async def test_pages_stream_one_at_a_time_off_the_event_loop() -> None:
