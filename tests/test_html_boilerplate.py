@@ -17,7 +17,7 @@ from starlette.routing import Route
 from agentic_rag.config import Settings
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge.documents import Section
-from agentic_rag.knowledge.results import CrawlRequest
+from agentic_rag.knowledge.results import CrawlRequest, IngestSummary
 from agentic_rag.knowledge.service import KnowledgeService
 from agentic_rag.knowledge.sources.boilerplate import (
     SiteCounts,
@@ -116,9 +116,11 @@ def git_site() -> Starlette:
     return Starlette(routes=[Route("/{path:path}", serve)])
 
 
-async def test_a_crawl_keeps_the_site_boilerplate_out_of_every_chunk(
-    pool: asyncpg.Pool, data_dir: Path
-) -> None:
+async def crawls(
+    pool: asyncpg.Pool, data_dir: Path, *starts: tuple[str, int, bool]
+) -> list[IngestSummary]:
+    """Tenant alpha's crawls of the git site, one after the other, from (path, depth,
+    sitemaps) each."""
     settings = Settings(
         data_dir=data_dir, ingest_allow_private=["127.0.0.1"], ingest_host_interval_seconds=0
     )
@@ -130,12 +132,25 @@ async def test_a_crawl_keeps_the_site_boilerplate_out_of_every_chunk(
 
     try:
         with serve_in_thread(git_site()) as base:
-            # The start page and the sitemap's two pages, nothing else (depth 0).
-            request = CrawlRequest(url=f"{base}/git-add.html", depth=0, sitemaps=True)
-            summary = await service.ingest_url("alpha", new_id(), report, request)
-            again = await service.ingest_url("alpha", new_id(), report, request)
+            return [
+                await service.ingest_url(
+                    "alpha",
+                    new_id(),
+                    report,
+                    CrawlRequest(url=f"{base}{path}", depth=depth, sitemaps=sitemaps),
+                )
+                for path, depth, sitemaps in starts
+            ]
     finally:
         await service.stop()
+
+
+async def test_a_crawl_keeps_the_site_boilerplate_out_of_every_chunk(
+    pool: asyncpg.Pool, data_dir: Path
+) -> None:
+    # The start page and the sitemap's two pages, nothing else (depth 0), twice.
+    manual = ("/git-add.html", 0, True)
+    summary, again = await crawls(pool, data_dir, manual, manual)
 
     assert summary.ingested == 3 and len(summary.documents) == 3
     assert summary.chunks == sum(d.chunks for d in summary.documents)
@@ -161,23 +176,9 @@ async def test_pages_without_the_template_do_not_bring_the_boilerplate_back(
     """Once the suite line is known as the site's boilerplate, a crawl from another start page
     (an index without the template: the line is then on 3 of 4 pages, under MIN_SHARE) still
     leaves it out: the pages are found unchanged, under the second source too."""
-    settings = Settings(
-        data_dir=data_dir, ingest_allow_private=["127.0.0.1"], ingest_host_interval_seconds=0
+    first, second = await crawls(
+        pool, data_dir, ("/git-add.html", 0, True), ("/index.html", 1, False)
     )
-    service = KnowledgeService(settings, pool)
-    await service.start()
-
-    async def report(message: str) -> None:
-        pass
-
-    try:
-        with serve_in_thread(git_site()) as base:
-            manual = CrawlRequest(url=f"{base}/git-add.html", depth=0, sitemaps=True)
-            first = await service.ingest_url("alpha", new_id(), report, manual)
-            index = CrawlRequest(url=f"{base}/index.html", depth=1)
-            second = await service.ingest_url("alpha", new_id(), report, index)
-    finally:
-        await service.stop()
 
     assert first.ingested == 3
     assert second.ingested == 1 and second.unchanged == 3, second
