@@ -181,3 +181,43 @@ def test_a_quote_that_announces_a_list_goes_on_with_its_items() -> None:
     assert "Advantages include: WAL is significantly faster in most scenarios." in quoted
     assert quoted.endswith("WAL uses many fewer fsync() operations.")
     assert "fifth" not in quoted and "1." not in quoted
+
+
+def test_the_local_models_two_contradictions_of_the_full_benchmark_are_rejected() -> None:
+    """bench/answers on all 66 questions: the packaged model's two answers that contradicted
+    their passages and passed. Each clause of a compound sentence has its own negation ("do
+    not block ... and ... do not block" is negative twice, not positive), and "should be
+    avoided" is the opposite of "should be used"."""
+    wal = (
+        "The second advantage of WAL-mode is that writers do not block readers and readers to "
+        "do not block writers. This is mostly true."
+    )
+    verdict = grounding.check(
+        "Do readers block writers in WAL mode?",
+        "Yes, readers block writers in WAL mode. [1][2]",
+        [
+            wal,
+            "WAL provides more concurrency as readers do not block writers and a writer "
+            "does not block readers.",
+        ],
+    )
+    assert not verdict.grounded and "cited passage" in (verdict.problem or "")
+    autoincrement = (
+        "The AUTOINCREMENT keyword imposes extra CPU, memory, disk space, and disk I/O overhead "
+        "and should be avoided if not strictly needed. It is usually not needed."
+    )
+    verdict = grounding.check(
+        "Should the AUTOINCREMENT keyword be used when it is not strictly needed?",
+        "Yes, the AUTOINCREMENT keyword should be used when it is not strictly needed. [1][2]",
+        [
+            autoincrement,
+            "In SQLite, a column with type INTEGER PRIMARY KEY is an alias for the ROWID.",
+        ],
+    )
+    assert not verdict.grounded
+    # The answers those passages do support still pass.
+    assert grounding.check(
+        "Do readers block writers in WAL mode?",
+        "No, in WAL mode readers do not block writers. [1]",
+        [wal],
+    ).grounded

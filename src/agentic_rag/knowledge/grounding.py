@@ -39,9 +39,11 @@ _NO_ANSWER = re.compile(
 )
 _NEGATION = re.compile(
     r"\b(not(?!\s+only\b)|no|never|none|nothing|neither|nor|cannot|without|disabl\w*|off|"
-    r"fails?|unsupported|unable|impossible|prohibited|forbidden)\b|n't\b",
+    r"fails?|unsupported|unable|impossible|prohibited|forbidden|avoid\w*)\b|n't\b",
     re.IGNORECASE,
 )
+# Where a compound sentence's clauses meet.
+_CLAUSE = re.compile(r"[;,:]|\b(?:and|but|whereas|while)\b", re.IGNORECASE)
 _DEFAULT = re.compile(r"\bdefault", re.IGNORECASE)
 _NUMBER_WORDS = {
     word: str(value)
@@ -134,7 +136,7 @@ def _sentence_problem(question: str, sentence: _Sentence, sources: Sequence[str]
             unsupported = ", ".join(sorted(words - supported)[:4])
             return f"a sentence is not supported by its cited passages ({unsupported})"
         closest = _closest_sentences(claim, sources)
-        if closest and all(_negated(claim) != _negated(c) for c in closest):
+        if closest and all(_negated(claim) != _negated(c, claim) for c in closest):
             return f"a sentence contradicts its cited passage: {_shorten(closest[0])!r}"
     return None
 
@@ -151,7 +153,8 @@ def _polarity_problem(question: str, answer: str, sources: Sequence[str]) -> Ver
         closest = _closest_sentences(question, sources, about=_DEFAULT)
         if not closest:
             return Verdict("it answers a question about a default, but no cited passage says it")
-    if closest and all((_negated(c) == _negated(question)) != answer_says_yes for c in closest):
+    asked = _negated(question)
+    if closest and all((_negated(c, question) == asked) != answer_says_yes for c in closest):
         return Verdict(
             f"it answers {said.group(1).capitalize()}, but the cited passage says "
             f"{_shorten(closest[0])!r}"
@@ -189,8 +192,14 @@ def _pairs(text: str) -> set[tuple[str, str]]:
     return set(itertools.pairwise(words))
 
 
-def _negated(text: str) -> bool:
-    """Whether the statement is negative: an odd number of negation cues."""
+def _negated(text: str, about: str | None = None) -> bool:
+    """Whether the statement is negative: an odd number of negation cues. With `about`, in the
+    clause of `text` that shares most content words with it: "writers do not block readers and
+    readers do not block writers" holds two negations, and each clause is negative."""
+    if about is not None:
+        words = content_stems(about)
+        clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+        text = max(clauses, key=lambda c: len(words & content_stems(c)), default=text)
     return len(_NEGATION.findall(text)) % 2 == 1
 
 
