@@ -1,4 +1,4 @@
-"""Generate `agentic_rag.a2a.schema` from the official A2A v0.2.1 JSON schema.
+"""Generate `agentic_rag.schema.a2a` from the official A2A v0.2.1 JSON schema.
 
     .venv/bin/python scripts/generate_schema.py           # write the module
     .venv/bin/python scripts/generate_schema.py --check   # exit 1 if it drifted
@@ -14,12 +14,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "spec" / "a2a-v0.2.1.schema.json"
-MODULE = ROOT / "src" / "agentic_rag" / "a2a" / "schema.py"
+MODULE = ROOT / "src" / "agentic_rag" / "schema" / "a2a.py"
 
 HEADER = '''"""A2A v0.2.1 wire types, generated from spec/a2a-v0.2.1.schema.json.
 
 Do not edit: run `python scripts/generate_schema.py`. Extensions that peers send beyond 0.2.1
-live in `agentic_rag.a2a.compat`.
+live in `agentic_rag.schema.compat`.
 """
 '''
 
@@ -39,7 +39,7 @@ CODEGEN_ARGS = [
     "--enum-field-as-literal",
     "one",
     "--base-class",
-    "agentic_rag.a2a.base.A2AModel",
+    "agentic_rag.schema.base.A2AModel",
     "--formatters",
     "ruff-format",
 ]

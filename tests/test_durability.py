@@ -9,8 +9,8 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from agentic_rag.a2a.schema import TaskState
 from agentic_rag.a2a.store import TaskStore
+from agentic_rag.schema.a2a import TaskState
 from conformance.skills import conformance_registry
 from tests.live import free_port, live_server, run_sut
 from tests.rpc import call, stream, text_message

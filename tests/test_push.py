@@ -21,14 +21,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agentic_rag.a2a.compat import PushConfig
 from agentic_rag.a2a.push import TOKEN_HEADER, PushNotifier, SigningKeys, validate_config
-from agentic_rag.a2a.schema import (
+from agentic_rag.schema.a2a import (
     PushNotificationAuthenticationInfo,
     Task,
     TaskState,
     TaskStatus,
 )
+from agentic_rag.schema.compat import PushConfig
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
 from tests.live import serve
 

@@ -4,8 +4,8 @@ import pytest
 from pydantic import BaseModel
 
 from agentic_rag.a2a.invocation import resolve
-from agentic_rag.a2a.schema import Message, Part, Role, TextPart
 from agentic_rag.knowledge.service import KnowledgeService
+from agentic_rag.schema.a2a import Message, Part, Role, TextPart
 from agentic_rag.skills import SkillContext, SkillRegistry
 from agentic_rag.skills.help import default_registry
 

@@ -21,8 +21,8 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentic_rag.a2a.schema import TaskState
 from agentic_rag.a2a.states import TERMINAL, TRANSITIONS
+from agentic_rag.schema.a2a import TaskState
 from tests.live import LiveServer
 from tests.rpc import call, stream, text_message
 

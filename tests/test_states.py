@@ -3,7 +3,7 @@
 import pytest
 
 from agentic_rag.a2a import states
-from agentic_rag.a2a.schema import (
+from agentic_rag.schema.a2a import (
     Artifact,
     Message,
     Part,

@@ -3,9 +3,9 @@
 import asyncpg
 
 from agentic_rag.a2a import states
-from agentic_rag.a2a.schema import TaskState
 from agentic_rag.a2a.store import TaskStore, TaskWrite
 from agentic_rag.a2a.tasks import serialize
+from agentic_rag.schema.a2a import TaskState
 from tests.tasks import a_task
 
 

@@ -29,9 +29,9 @@ from starlette.routing import Route
 
 from agentic_rag.a2a import states
 from agentic_rag.a2a.cluster import WORKER_LOCK_CLASS
-from agentic_rag.a2a.schema import TaskState
 from agentic_rag.a2a.store import TaskConflict, TaskStore, TaskWrite
 from agentic_rag.a2a.tasks import serialize
+from agentic_rag.schema.a2a import TaskState
 from agentic_rag.serving import claim_port
 from conformance.skills import conformance_registry
 from tests.live import free_port, live_server, run_sut, serve_in_thread

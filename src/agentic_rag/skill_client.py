@@ -85,7 +85,7 @@ class LocalSkills:
     async def call(
         self, skill: str, arguments: dict[str, Any], progress: Progress
     ) -> dict[str, Any]:
-        from agentic_rag.a2a.compat import SendParams
+        from agentic_rag.schema.compat import SendParams
 
         service = self._engine.service
         params = SendParams.model_validate({"message": skill_message(skill, arguments)})

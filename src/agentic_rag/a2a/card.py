@@ -7,8 +7,8 @@ from typing import Any
 import orjson
 
 from agentic_rag.a2a.invocation import OUTPUT_MODES
-from agentic_rag.a2a.schema import AgentCapabilities, AgentCard, AgentSkill, SecurityScheme
 from agentic_rag.config import Settings
+from agentic_rag.schema.a2a import AgentCapabilities, AgentCard, AgentSkill, SecurityScheme
 from agentic_rag.skills import SkillRegistry
 
 INPUT_MODES = ["text/plain", "application/json"]

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from agentic_rag.a2a.errors import InvalidParamsError
-from agentic_rag.a2a.schema import DataPart, FilePart, FileWithBytes, Message, Role, TextPart
+from agentic_rag.schema.a2a import DataPart, FilePart, FileWithBytes, Message, Role, TextPart
 from agentic_rag.skills import InputRequired, Skill, SkillRegistry
 
 # What every skill's result artifact is made of: a text part and a data part.

@@ -31,9 +31,9 @@ from tenacity import (
     wait_random,
 )
 
-from agentic_rag.a2a.compat import PushConfig
-from agentic_rag.a2a.schema import Task
 from agentic_rag.ids import new_id
+from agentic_rag.schema.a2a import Task
+from agentic_rag.schema.compat import PushConfig
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
 
 log = logging.getLogger(__name__)

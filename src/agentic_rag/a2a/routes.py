@@ -13,13 +13,6 @@ from starlette.routing import BaseRoute, Route
 
 from agentic_rag.a2a import jsonrpc
 from agentic_rag.a2a.card import agent_card, card_documents
-from agentic_rag.a2a.compat import (
-    PushConfigDelete,
-    PushConfigQuery,
-    QueryParams,
-    SendParams,
-    TaskPushConfig,
-)
 from agentic_rag.a2a.errors import (
     A2AError,
     AuthenticatedExtendedCardNotConfiguredError,
@@ -30,11 +23,18 @@ from agentic_rag.a2a.errors import (
     MethodNotFoundError,
 )
 from agentic_rag.a2a.jsonrpc import RequestId, RPCError
-from agentic_rag.a2a.schema import Message, TaskIdParams
 from agentic_rag.a2a.store import Event
 from agentic_rag.a2a.tasks import Accepted, Reply, agent_text, final_status, with_history
 from agentic_rag.config import Settings
 from agentic_rag.observability.middleware import record_rpc_call
+from agentic_rag.schema.a2a import Message, TaskIdParams
+from agentic_rag.schema.compat import (
+    PushConfigDelete,
+    PushConfigQuery,
+    QueryParams,
+    SendParams,
+    TaskPushConfig,
+)
 from agentic_rag.security.principal import ALL_SCOPES, Scope, principal_of
 
 if TYPE_CHECKING:

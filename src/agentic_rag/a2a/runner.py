@@ -7,12 +7,6 @@ from typing import NoReturn
 
 from agentic_rag.a2a import states
 from agentic_rag.a2a.invocation import resolve, text_of
-from agentic_rag.a2a.schema import (
-    Artifact,
-    Role,
-    TaskArtifactUpdateEvent,
-    TaskState,
-)
 from agentic_rag.a2a.tasks import (
     ActiveTask,
     TaskService,
@@ -23,6 +17,12 @@ from agentic_rag.a2a.tasks import (
 )
 from agentic_rag.ids import new_id
 from agentic_rag.observability import metrics as observed
+from agentic_rag.schema.a2a import (
+    Artifact,
+    Role,
+    TaskArtifactUpdateEvent,
+    TaskState,
+)
 from agentic_rag.skills import InputRequired, SkillError
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ Every change of a task goes through `apply`. An event the table does not allow r
 
 from datetime import UTC, datetime
 
-from agentic_rag.a2a.schema import (
+from agentic_rag.schema.a2a import (
     Artifact,
     Message,
     Role,

@@ -10,8 +10,8 @@ from functools import cached_property
 import asyncpg
 import orjson
 
-from agentic_rag.a2a.compat import PushConfig
-from agentic_rag.a2a.schema import Task
+from agentic_rag.schema.a2a import Task
+from agentic_rag.schema.compat import PushConfig
 
 # Every commit of task events notifies this channel with the JSON list of [tenant, task id]
 # it wrote, so that other workers following those tasks read on (agentic_rag.a2a.cluster).

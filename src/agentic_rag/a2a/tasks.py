@@ -16,7 +16,6 @@ from typing import Any, Literal, Protocol
 
 from agentic_rag.a2a import states
 from agentic_rag.a2a.cluster import WORKER_LOCK_CLASS, Cluster
-from agentic_rag.a2a.compat import PushConfig, SendParams
 from agentic_rag.a2a.errors import (
     ContentTypeNotSupportedError,
     InternalError,
@@ -27,7 +26,10 @@ from agentic_rag.a2a.errors import (
 from agentic_rag.a2a.invocation import OUTPUT_MODES, Invocation, accepts_output, resolve
 from agentic_rag.a2a.journal import EventBus, Journal, Subscription
 from agentic_rag.a2a.push import PushNotifier, validate_config
-from agentic_rag.a2a.schema import (
+from agentic_rag.a2a.store import Event, StoredTask, TaskConflict, TaskStore, TaskWrite
+from agentic_rag.ids import new_id
+from agentic_rag.observability import metrics as observed
+from agentic_rag.schema.a2a import (
     DataPart,
     Message,
     Part,
@@ -38,9 +40,7 @@ from agentic_rag.a2a.schema import (
     TaskStatusUpdateEvent,
     TextPart,
 )
-from agentic_rag.a2a.store import Event, StoredTask, TaskConflict, TaskStore, TaskWrite
-from agentic_rag.ids import new_id
-from agentic_rag.observability import metrics as observed
+from agentic_rag.schema.compat import PushConfig, SendParams
 from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.skills import SkillRegistry
 

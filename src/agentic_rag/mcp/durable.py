@@ -20,15 +20,15 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from agentic_rag.a2a import states
-from agentic_rag.a2a.compat import SendParams
 from agentic_rag.a2a.errors import A2AError, InvalidParamsError
 from agentic_rag.a2a.invocation import text_of
-from agentic_rag.a2a.schema import DataPart, Message, Role, TaskState, TaskStatusUpdateEvent
-from agentic_rag.a2a.schema import Task as A2ATask
 from agentic_rag.a2a.tasks import Accepted, Reply, TaskService, data_part
 from agentic_rag.ids import new_id
 from agentic_rag.mcp.calls import tool_error, tool_result
 from agentic_rag.mcp.context import ProgressSteps
+from agentic_rag.schema.a2a import DataPart, Message, Role, TaskState, TaskStatusUpdateEvent
+from agentic_rag.schema.a2a import Task as A2ATask
+from agentic_rag.schema.compat import SendParams
 from agentic_rag.skills import Skill
 
 TaskServiceFor = Callable[[], TaskService]

@@ -26,11 +26,11 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from agentic_rag.a2a import states
 from agentic_rag.a2a.errors import InvalidParamsError, TaskNotCancelableError, TaskNotFoundError
 from agentic_rag.a2a.invocation import resolve
-from agentic_rag.a2a.schema import Task as A2ATask
-from agentic_rag.a2a.schema import TaskState
 from agentic_rag.mcp.access import Context, PrincipalFor, require
 from agentic_rag.mcp.calls import ArgumentsError, find_skill, validate_arguments
 from agentic_rag.mcp.durable import TaskServiceFor, create_task, created_at, outcome, status_text
+from agentic_rag.schema.a2a import Task as A2ATask
+from agentic_rag.schema.a2a import TaskState
 from agentic_rag.skills import InputRequired, Skill, SkillRegistry
 
 # The protocol version whose core defines tasks (2026-07-28 moved them to an extension).

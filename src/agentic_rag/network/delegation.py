@@ -41,21 +41,8 @@ import httpx
 from pydantic import BaseModel, Field
 
 from agentic_rag.a2a import states
-from agentic_rag.a2a.compat import PushConfig, SendConfiguration, SendParams
 from agentic_rag.a2a.errors import A2AError, TaskNotFoundError
 from agentic_rag.a2a.invocation import text_of
-from agentic_rag.a2a.schema import (
-    Artifact,
-    DataPart,
-    Message,
-    Part,
-    Role,
-    Task,
-    TaskArtifactUpdateEvent,
-    TaskState,
-    TaskStatusUpdateEvent,
-    TextPart,
-)
 from agentic_rag.a2a.tasks import TaskService, data_part, text_part
 from agentic_rag.network.delegation_store import SETTLED, Delegation, DelegationStore
 from agentic_rag.network.peer_client import (
@@ -71,6 +58,19 @@ from agentic_rag.network.peer_client import (
 from agentic_rag.network.peers import Peer
 from agentic_rag.network.registry import PeerRegistry
 from agentic_rag.network.sessions import SessionStore
+from agentic_rag.schema.a2a import (
+    Artifact,
+    DataPart,
+    Message,
+    Part,
+    Role,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatusUpdateEvent,
+    TextPart,
+)
+from agentic_rag.schema.compat import PushConfig, SendConfiguration, SendParams
 from agentic_rag.security.principal import Principal
 from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.skills import SkillContext, SkillError

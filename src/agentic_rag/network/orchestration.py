@@ -37,15 +37,15 @@ import orjson
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from agentic_rag.a2a import states
-from agentic_rag.a2a.compat import SendParams
 from agentic_rag.a2a.errors import A2AError, TaskNotCancelableError, TaskNotFoundError
 from agentic_rag.a2a.invocation import text_of
-from agentic_rag.a2a.schema import DataPart, Message, Role, Task, TaskState
 from agentic_rag.a2a.tasks import TaskService, data_part
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.network.delegation import BEST
 from agentic_rag.network.plan_store import PlanStore, StoredPlan, StoredStep
 from agentic_rag.network.registry import PeerRegistry
+from agentic_rag.schema.a2a import DataPart, Message, Role, Task, TaskState
+from agentic_rag.schema.compat import SendParams
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
 
 log = logging.getLogger(__name__)

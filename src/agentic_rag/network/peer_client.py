@@ -4,7 +4,7 @@
                 `tasks/get`, `tasks/cancel`, `tasks/resubscribe`)
     0.3, 1.0    the official a2a-sdk client (its v0.3 compat layer for 0.3 peers)
 
-Both answer in this server's own wire types (`a2a.schema`), so the delegation that follows a
+Both answer in this server's own wire types (`schema.a2a`), so the delegation that follows a
 remote task reads one shape whatever the peer speaks. Every connection goes through the SSRF
 guard (`GuardedTransport`): the peer's host is resolved, checked and pinned per request.
 
@@ -27,14 +27,14 @@ import httpx
 import orjson
 from pydantic import ValidationError
 
-from agentic_rag.a2a.schema import (
+from agentic_rag.ids import new_id
+from agentic_rag.network.peers import Peer
+from agentic_rag.schema.a2a import (
     Message,
     Task,
     TaskArtifactUpdateEvent,
     TaskStatusUpdateEvent,
 )
-from agentic_rag.ids import new_id
-from agentic_rag.network.peers import Peer
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
 
 type RemoteEvent = Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent

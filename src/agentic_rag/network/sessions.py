@@ -14,9 +14,9 @@ from typing import Literal
 
 import asyncpg
 
-from agentic_rag.a2a.compat import SendParams
 from agentic_rag.a2a.errors import A2AError
 from agentic_rag.ids import new_id
+from agentic_rag.schema.compat import SendParams
 from agentic_rag.security.principal import Principal
 
 # The first key of the advisory lock that serialises the opening of a tenant's sessions: "agss".

@@ -29,7 +29,7 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from agentic_rag.a2a.schema import Task, TaskStatusUpdateEvent
+from agentic_rag.schema.a2a import Task, TaskStatusUpdateEvent
 from agentic_rag.skills import InputRequired, SkillError
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST

@@ -7,8 +7,8 @@
 
 from pydantic import Field, field_validator
 
-from agentic_rag.a2a import schema
-from agentic_rag.a2a.base import A2AModel
+from agentic_rag.schema import a2a as schema
+from agentic_rag.schema.base import A2AModel
 
 
 class PushConfig(schema.PushNotificationConfig):

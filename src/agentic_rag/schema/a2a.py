@@ -1,14 +1,14 @@
 """A2A v0.2.1 wire types, generated from spec/a2a-v0.2.1.schema.json.
 
 Do not edit: run `python scripts/generate_schema.py`. Extensions that peers send beyond 0.2.1
-live in `agentic_rag.a2a.compat`.
+live in `agentic_rag.schema.compat`.
 """
 
 from __future__ import annotations
 from typing import Any, Literal
 from pydantic import Field, RootModel
 from enum import StrEnum
-from agentic_rag.a2a.base import A2AModel
+from agentic_rag.schema.base import A2AModel
 
 
 class Model(RootModel[Any]):

@@ -1,0 +1,5 @@
+"""Wire types: data only, imported by every layer that speaks or stores A2A.
+
+`a2a.py` is generated from `spec/a2a-v0.2.1.schema.json` (scripts/generate_schema.py); `base.py`
+is its models' base; `compat.py` holds what peers send beyond 0.2.1.
+"""
