@@ -9,18 +9,21 @@ retries coming due, episodes of workers that died, which it puts back in the que
 Stopping cancels the extractions under way and puts their episodes back in the queue; the next
 worker to start (or any other running) takes them, and Graphiti extracts them again from the
 start (an episode's node is kept, so its uuid stays).
+
+What extracts is an `Extractor` (GraphService is one); the ingestion knows nothing else of it.
 """
 
 import asyncio
 import contextlib
 import logging
 import time
+from typing import Any, Protocol
 
 from agentic_rag.a2a.cluster import WORKER_LOCK_CLASS
 from agentic_rag.config import Settings
 from agentic_rag.graph.cost import episode_cost
+from agentic_rag.graph.namespaces import Namespace
 from agentic_rag.graph.queue import EpisodeQueue, QueuedEpisode
-from agentic_rag.graph.service import GraphService
 from agentic_rag.observability import metrics
 from agentic_rag.observability.failures import RepeatedFailure
 
@@ -29,9 +32,18 @@ log = logging.getLogger(__name__)
 POLL_SECONDS = 1.0  # how soon work queued by another process, or a retry due, is noticed
 
 
+class Extractor(Protocol):
+    """What the ingestion asks of the graph: extract a queued episode into its namespace's
+    graph, and remove one that was deleted while it was extracted."""
+
+    async def extract(self, ns: Namespace, uuid: str, arguments: dict[str, Any]) -> None: ...
+
+    async def remove_episode(self, ns: Namespace, uuid: str) -> None: ...
+
+
 class EpisodeIngestion:
     def __init__(
-        self, settings: Settings, queue: EpisodeQueue, graph: GraphService, worker: int
+        self, settings: Settings, queue: EpisodeQueue, graph: Extractor, worker: int
     ) -> None:
         self._queue, self._graph, self._worker = queue, graph, worker
         self._concurrency = settings.graph_ingest_concurrency

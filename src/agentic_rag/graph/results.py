@@ -6,12 +6,16 @@ are the spec's `$defs` names; top-level models carry the spec's titles.
 
 Arguments keep Graphiti's names and defaults and no constraints of their own (a constraint
 would change the schema): handlers check values and refuse bad ones with a clear error.
-The one addition is `clear_graph`'s `confirm` (docs/graph.md).
+The one addition is `clear_graph`'s `confirm` (docs/graph.md); `parse_time` reads the time
+arguments, for the skills and the service alike.
 """
 
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from agentic_rag.skills import SkillError
 
 GroupIds = str | list[str] | None
 
@@ -127,6 +131,17 @@ class ClearGraphArguments(BaseModel):
 
 class GetStatusArguments(BaseModel):
     model_config = ConfigDict(title="get_statusArguments")
+
+
+def parse_time(value: str | None, argument: str) -> datetime | None:
+    """An ISO-8601 argument as an aware datetime (naive means UTC), or a clear refusal."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise SkillError(f"{argument} {value!r} is not an ISO-8601 time") from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 # -- results (the spec's $defs) ----------------------------------------------------------

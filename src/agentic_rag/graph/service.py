@@ -18,7 +18,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import uuid4
 
 import asyncpg
@@ -49,74 +49,36 @@ from agentic_rag.graph.clients import (
     graphiti_llm,
 )
 from agentic_rag.graph.embedded import EmbeddedFalkorDB
+from agentic_rag.graph.ingestion import EpisodeIngestion
+from agentic_rag.graph.mapping import (
+    community_result,
+    edge_result,
+    episode,
+    fact,
+    node_result,
+    pending_episode,
+    queue_state,
+)
 from agentic_rag.graph.namespaces import Namespace
 from agentic_rag.graph.provenance import mentions, provenance
-from agentic_rag.graph.queue import EpisodeQueue, EpisodeRecord, EpisodeSource
+from agentic_rag.graph.queue import EpisodeQueue, EpisodeSource
 from agentic_rag.graph.results import (
     AddMemoryArguments,
     CommunityResult,
     EdgeResult,
     NodeResult,
+    parse_time,
 )
 from agentic_rag.graph.search import use_fact_index
-from agentic_rag.graph.skills import parse_time
 from agentic_rag.knowledge.embeddings import Embedder
 from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.skills import SkillError
-
-if TYPE_CHECKING:
-    from agentic_rag.graph.ingestion import EpisodeIngestion
 
 log = logging.getLogger(__name__)
 
 
 class GraphDatabaseError(RuntimeError):
     """The graph database cannot be reached at start."""
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def node_result(node: EntityNode, ns: Namespace, origin: dict[str, Any]) -> NodeResult:
-    """A node as Graphiti's server gives it, its provenance (provenance.py) in `attributes`:
-    the one open field of Graphiti's NodeResult."""
-    attributes = {k: v for k, v in node.attributes.items() if k != "name_embedding"}
-    attributes["provenance"] = origin
-    return NodeResult(
-        uuid=node.uuid,
-        name=node.name,
-        # Every entity is stored with the label Entity; a node not read back yet lacks it.
-        labels=["Entity", *(label for label in node.labels if label != "Entity")],
-        created_at=_iso(node.created_at),
-        summary=node.summary,
-        group_id=ns.name,
-        attributes=attributes,
-    )
-
-
-def edge_result(edge: EntityEdge, ns: Namespace) -> EdgeResult:
-    return EdgeResult(
-        uuid=edge.uuid,
-        name=edge.name,
-        fact=edge.fact,
-        source_node_uuid=edge.source_node_uuid,
-        target_node_uuid=edge.target_node_uuid,
-        group_id=ns.name,
-        created_at=_iso(edge.created_at),
-        valid_at=_iso(edge.valid_at),
-        invalid_at=_iso(edge.invalid_at),
-    )
-
-
-def fact(edge: EntityEdge, ns: Namespace, origin: dict[str, Any]) -> dict[str, Any]:
-    """A fact as Graphiti's server gives it (the whole edge, without its embedding), with its
-    provenance (provenance.py) as nodes have it."""
-    data = edge.model_dump(mode="json", exclude={"fact_embedding"})
-    data.get("attributes", {}).pop("fact_embedding", None)
-    data["group_id"] = ns.name
-    data["provenance"] = origin
-    return data
 
 
 Mentioned = tuple[EntityNode, Namespace, list[str]]
@@ -130,18 +92,6 @@ class GraphMatches:
 
     facts: list[tuple[EntityEdge, float]]
     entities: list[tuple[EntityNode, float, list[str]]]
-
-
-def episode(node: EpisodicNode, ns: Namespace) -> dict[str, Any]:
-    return {
-        "uuid": node.uuid,
-        "name": node.name,
-        "content": node.content,
-        "created_at": _iso(node.created_at),
-        "source": node.source.value,
-        "source_description": node.source_description,
-        "group_id": ns.name,
-    }
 
 
 class GraphService:
@@ -185,8 +135,6 @@ class GraphService:
 
     def start_ingestion(self, worker: int) -> None:
         """Work the episode queue as `worker` (whose lease is its advisory lock)."""
-        from agentic_rag.graph.ingestion import EpisodeIngestion  # it needs this module
-
         self._ingestion = EpisodeIngestion(self.settings, self.queue, self, worker)
         self._ingestion.start()
 
@@ -628,10 +576,7 @@ class GraphService:
         for ns in namespaces:
             graphiti = await self._graphiti(ns)
             nodes, edges = await graphiti.build_communities(group_ids=[ns.graph])
-            communities += [
-                CommunityResult(uuid=c.uuid, name=c.name, group_id=ns.name, summary=c.summary)
-                for c in nodes
-            ]
+            communities += [community_result(community, ns) for community in nodes]
             edge_count += len(edges)
         return communities, edge_count
 
@@ -660,31 +605,6 @@ def episode_type(source: str) -> EpisodeType:
         return EpisodeType[source.lower()]
     except KeyError:
         raise SkillError(f"source {source!r} is not one of text, json, message") from None
-
-
-def queue_state(record: EpisodeRecord) -> dict[str, Any]:
-    """An episode's state in the queue and its cost, as fields added to Graphiti's episode."""
-    return {
-        "status": record.state,
-        "attempts": record.attempts,
-        "error": record.error,
-        "llm_calls": record.cost.calls,
-        "prompt_tokens": record.cost.prompt_tokens,
-        "completion_tokens": record.cost.completion_tokens,
-        "llm_seconds": round(record.cost.seconds, 3),
-        "seconds": round(record.seconds, 3),
-    }
-
-
-def pending_episode(record: EpisodeRecord) -> dict[str, Any]:
-    """An episode not (yet) in the graph, as get_episodes lists it."""
-    return {
-        "uuid": record.uuid,
-        "name": record.name,
-        "created_at": record.created_at.isoformat(),
-        "group_id": record.group_id,
-        **queue_state(record),
-    }
 
 
 def _scored[T](items: Sequence[T], scores: Sequence[float]) -> list[tuple[T, float]]:

@@ -8,7 +8,6 @@ task fails, the MCP call answers `isError`, each with the reason.
 """
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from agentic_rag.graph.namespaces import namespace, namespaces
@@ -47,6 +46,7 @@ from agentic_rag.graph.results import (
     SummarizeSagaArguments,
     SummarizeSagaOutput,
     TripletResponse,
+    parse_time,
 )
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
 
@@ -62,17 +62,6 @@ GROUPS = (
 )
 YES = frozenset({"yes", "y", "confirm", "confirmed", "ok", "true"})
 NO = frozenset({"no", "n", "cancel", "stop", "abort", "false"})
-
-
-def parse_time(value: str | None, argument: str) -> datetime | None:
-    """An ISO-8601 argument as an aware datetime (naive means UTC), or a clear refusal."""
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise SkillError(f"{argument} {value!r} is not an ISO-8601 time") from None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def _positive(value: int, argument: str) -> int:
