@@ -43,10 +43,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from agentic_rag.cli.skill_client import LocalSkills, result_of  # noqa: E402
 from agentic_rag.config import Settings  # noqa: E402
 from agentic_rag.llm.chat import OpenAIChat  # noqa: E402
 from agentic_rag.llm.endpoint import open_chat  # noqa: E402
-from agentic_rag.skill_client import LocalSkills, result_of  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 SEQUENTIAL = 3

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentic_rag.cli import build_mcp_parser, build_parser
+from agentic_rag.cli.main import build_mcp_parser, build_parser
 from agentic_rag.storage.embedded import postgres_processes
 from tests.live import free_port
 

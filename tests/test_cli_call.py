@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from agentic_rag.app import build_engine
+from agentic_rag.cli.skill_commands import first_sentence
 from agentic_rag.config import Settings
-from agentic_rag.skill_commands import first_sentence
 from agentic_rag.skills.help import default_registry
 from tests.live import live_server
 from tests.network_support import network_server

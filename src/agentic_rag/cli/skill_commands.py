@@ -2,7 +2,7 @@
 registry the product serves, from the command line.
 
 What the user typed is read and checked against the skill's input model before anything
-starts (no engine, no connection); the call itself goes through `agentic_rag.skill_client`, on
+starts (no engine, no connection); the call itself goes through `agentic_rag.cli.skill_client`, on
 the local data directory or on a running server, with progress on stderr.
 """
 
@@ -15,7 +15,7 @@ import orjson
 from pydantic import ValidationError
 from tqdm import tqdm
 
-from agentic_rag.skill_client import SkillCallError, Skills, result_of
+from agentic_rag.cli.skill_client import SkillCallError, Skills, result_of
 from agentic_rag.skills import Skill, SkillRegistry
 
 

@@ -26,7 +26,7 @@ from agentic_rag.security.api_keys import ApiKeyStore, check_tenant, checked_sco
 from agentic_rag.storage.embedded import EmbeddedPostgresError
 
 if TYPE_CHECKING:
-    from agentic_rag.skill_client import Skills
+    from agentic_rag.cli.skill_client import Skills
     from agentic_rag.skills import SkillRegistry
 
 DESCRIPTION = (
@@ -173,7 +173,7 @@ async def _open_skills(args: argparse.Namespace, *, via_server: bool = False) ->
     """The skills on the server at --url, else on the local data as --tenant. `via_server`:
     on the server that holds the local data directory if one runs (its models are loaded),
     as long as it is the `local` tenant's data that is asked for; a note says which."""
-    from agentic_rag.skill_client import LocalSkills, RemoteSkills
+    from agentic_rag.cli.skill_client import LocalSkills, RemoteSkills
 
     if args.url:
         return RemoteSkills(args.url, args.api_key)
@@ -200,7 +200,7 @@ async def _open_skills(args: argparse.Namespace, *, via_server: bool = False) ->
 
 def _knowledge(args: argparse.Namespace) -> int:
     """`ingest`, `query` and `sources`: on the server at --url, else on the local data."""
-    from agentic_rag.knowledge import commands
+    from agentic_rag.cli import knowledge as commands
 
     async def run() -> int:
         skills = await _open_skills(args, via_server=args.command == "query")
@@ -228,7 +228,7 @@ def _product_registry(args: argparse.Namespace) -> "SkillRegistry":
 
 
 def _skills(args: argparse.Namespace) -> int:
-    from agentic_rag.skill_commands import describe_skills
+    from agentic_rag.cli.skill_commands import describe_skills
 
     return describe_skills(_product_registry(args))
 
@@ -236,7 +236,7 @@ def _skills(args: argparse.Namespace) -> int:
 def _call(args: argparse.Namespace) -> int:
     """`call SKILL [ARGUMENTS]`: checked against the skill's input model before anything
     starts, then run on the server at --url, else on the local data."""
-    from agentic_rag import skill_commands
+    from agentic_rag.cli import skill_commands
 
     try:
         arguments = skill_commands.parse_arguments(args.arguments, sys.stdin)
@@ -259,7 +259,7 @@ def _call(args: argparse.Namespace) -> int:
 
 def _peers(args: argparse.Namespace) -> int:
     """`peers add | list | remove`: on the server at --url, else on the local data."""
-    from agentic_rag.network import commands
+    from agentic_rag.cli import peers as commands
 
     async def run() -> int:
         peers: commands.Peers
@@ -276,7 +276,7 @@ def _peers(args: argparse.Namespace) -> int:
 
 
 def _reembed(args: argparse.Namespace) -> int:
-    from agentic_rag.knowledge.commands import reembed
+    from agentic_rag.cli.knowledge import reembed
 
     return asyncio.run(reembed(Settings(**_overrides(args))))
 
@@ -537,7 +537,3 @@ def main(argv: list[str] | None = None) -> int:
 def mcp_main(argv: list[str] | None = None) -> int:
     """The `agentic-rag-mcp` console script that desktop MCP clients start."""
     return _run(build_mcp_parser().parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """The knowledge commands of the CLI: `agentic-rag ingest | query | sources [SOURCE] | reembed`.
 
-`ingest`, `query` and `sources` call the skills (agentic_rag.skill_client), on the local data
+`ingest`, `query` and `sources` call the skills (agentic_rag.cli.skill_client), on the local data
 directory or on a running server; `reembed` works on the database itself.
 """
 
@@ -12,9 +12,9 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from agentic_rag.cli.skill_client import SkillCallError, Skills, result_of
+from agentic_rag.cli.skill_commands import progress_bar
 from agentic_rag.config import Settings
-from agentic_rag.skill_client import SkillCallError, Skills, result_of
-from agentic_rag.skill_commands import progress_bar
 
 _URL = re.compile(r"https?://\S+", re.IGNORECASE)
 _YOUTUBE = re.compile(r"(?:https?://)?(?:www\.|m\.)?(?:youtube\.com|youtu\.be)/\S+", re.IGNORECASE)
