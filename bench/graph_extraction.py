@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 from agentic_rag.cli.skill_client import LocalSkills, result_of  # noqa: E402
 from agentic_rag.config import Settings  # noqa: E402
 from agentic_rag.llm.chat import OpenAIChat  # noqa: E402
-from agentic_rag.llm.endpoint import open_chat  # noqa: E402
+from agentic_rag.llm.configured import open_chat  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 SEQUENTIAL = 3

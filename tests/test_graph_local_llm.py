@@ -16,7 +16,8 @@ import pytest
 from jsonschema import validate
 
 from agentic_rag.config import Settings
-from agentic_rag.llm.endpoint import ChatEndpoint, open_chat
+from agentic_rag.llm.configured import open_chat
+from agentic_rag.llm.endpoint import ChatEndpoint
 from tests.live import LiveServer, live_server
 from tests.test_graph_llm import queued_uuid
 from tests.test_graph_skills import Tenant

@@ -23,7 +23,7 @@ from agentic_rag.config import Settings, keys_create_command
 from agentic_rag.graph.skills import add_graph_skills
 from agentic_rag.graph.upstream import Upstreams
 from agentic_rag.home import HomePage
-from agentic_rag.llm.endpoint import open_chat
+from agentic_rag.llm.configured import open_chat
 from agentic_rag.mcp.http import McpHttp
 from agentic_rag.network.delegating import open_delegation
 from agentic_rag.network.delegation import DelegationService

@@ -17,23 +17,13 @@ from tenacity import (
     wait_exponential,
 )
 
-from agentic_rag.llm.endpoint import ChatEndpoint
+from agentic_rag.llm.endpoint import ChatEndpoint, schema_in_json_object
 from agentic_rag.skills import SkillError
 
 
 class LLMError(SkillError):
     """The LLM endpoint failed or answered something unusable; the message says which (the
     skill that needed it fails with it)."""
-
-
-def schema_in_json_object(response_format: dict[str, Any]) -> dict[str, Any]:
-    """`{"type": "json_schema", "json_schema": {"schema": S}}` as `{"type": "json_object",
-    "schema": S}`: how llama-cpp-python (in process, or its server) takes a schema, which it
-    compiles to a grammar; it ignores the first form. Other formats pass unchanged."""
-    if response_format.get("type") != "json_schema":
-        return response_format
-    schema = (response_format.get("json_schema") or {}).get("schema")
-    return {"type": "json_object", "schema": schema}
 
 
 def _transient(exc: BaseException) -> bool:

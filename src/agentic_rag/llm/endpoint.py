@@ -1,11 +1,12 @@
-"""ChatEndpoint: where the LLM is, built once from the settings and shared by its clients."""
+"""ChatEndpoint: where the LLM is, built once from the settings (configured.py) and shared by
+its clients; and the form of a reply's JSON schema that llama.cpp takes."""
 
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
-from agentic_rag.config import Settings, StructuredOutput
+from agentic_rag.config import StructuredOutput
 
 LOCAL_BASE_URL = "http://local-llm/v1"
 """The base URL the local model answers on; only its transport reaches it (no socket)."""
@@ -39,26 +40,11 @@ class ChatEndpoint:
         )
 
 
-async def open_chat(settings: Settings, stack: AsyncExitStack) -> ChatEndpoint | None:
-    """The configured LLM, or None; a local model is loaded now and closed by `stack`."""
-    if settings.llm_local:
-        # Imported only here: llama.cpp is an optional extra.
-        from agentic_rag.llm.local import LocalModel, LocalTransport, model_path
-
-        path = await model_path(settings)
-        model = LocalModel(
-            path, context=settings.llm_local_context, max_tokens=settings.llm_local_max_tokens
-        )
-        await model.start()
-        stack.push_async_callback(model.aclose)
-        return ChatEndpoint(LOCAL_BASE_URL, model.name, model.name, transport=LocalTransport(model))
-    if settings.llm_base_url and settings.llm_model:
-        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        return ChatEndpoint(
-            settings.llm_base_url,
-            settings.llm_model,
-            settings.llm_small_model or settings.llm_model,
-            api_key=key,
-            structured_output=settings.llm_structured_output,
-        )
-    return None
+def schema_in_json_object(response_format: dict[str, Any]) -> dict[str, Any]:
+    """`{"type": "json_schema", "json_schema": {"schema": S}}` as `{"type": "json_object",
+    "schema": S}`: how llama-cpp-python (in process, or its server) takes a schema, which it
+    compiles to a grammar; it ignores the first form. Other formats pass unchanged."""
+    if response_format.get("type") != "json_schema":
+        return response_format
+    schema = (response_format.get("json_schema") or {}).get("schema")
+    return {"type": "json_object", "schema": schema}

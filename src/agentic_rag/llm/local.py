@@ -28,7 +28,7 @@ import httpx
 import orjson
 
 from agentic_rag.config import Settings
-from agentic_rag.llm.chat import schema_in_json_object
+from agentic_rag.llm.endpoint import schema_in_json_object
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
