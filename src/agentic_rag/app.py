@@ -21,10 +21,10 @@ from agentic_rag.a2a.store import TaskStore
 from agentic_rag.a2a.tasks import LocalWorkQueue, TaskService
 from agentic_rag.config import Settings, keys_create_command
 from agentic_rag.graph.skills import add_graph_skills
-from agentic_rag.graph.upstream import Upstreams
 from agentic_rag.home import HomePage
 from agentic_rag.llm.configured import open_chat
 from agentic_rag.mcp.http import McpHttp
+from agentic_rag.mcp.upstream import Upstreams
 from agentic_rag.network.delegating import open_delegation
 from agentic_rag.network.delegation import DelegationService
 from agentic_rag.network.delegation_skills import add_delegation_skills

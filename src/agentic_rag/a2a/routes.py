@@ -115,7 +115,7 @@ class A2AEndpoints:
 
     def _card(self, *, extended: bool, v030: bool) -> bytes:
         """The card for the current authentication state (it changes once keys exist) and
-        skills (an upstream MCP server's join when it first answers: graph/upstream.py)."""
+        skills (an upstream MCP server's join when it first answers: mcp/upstream.py)."""
         auth = self._engine.auth
         key = (auth.enforced, extended, len(self._engine.registry))
         if key not in self._cards:

@@ -6,9 +6,9 @@ the function-calling APIs that MCP clients hand tools to accept only `[A-Za-z0-9
 the upstream's input and output schemas as they are. So it is listed in `/mcp`, the Agent
 Card and A2A, and every call comes through this server's authentication, scopes and rate
 limits. The tenant guard: the namespace arguments the tool declares (`group_id`,
-`group_ids`) are checked against the caller's tenant (namespaces.py) and overwritten with the
-caller's namespace, also when the caller left them out, so no call reaches another tenant's
-data or the upstream's shared default; results name the caller's namespaces again.
+`group_ids`) are checked against the caller's tenant (graph/namespaces.py) and overwritten
+with the caller's namespace, also when the caller left them out, so no call reaches another
+tenant's data or the upstream's shared default; results name the caller's namespaces again.
 
 The tools are listed at start; an upstream that does not answer is logged and tried again
 every `upstream_mcp_retry_seconds` until it does, and its tools appear then. A listed
