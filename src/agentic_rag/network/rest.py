@@ -3,7 +3,7 @@
 They sit behind the same authentication, rate limits and tenant isolation as everything else
 (the middleware gives every request its principal; every query is the principal's tenant's),
 need the scope `read` (GET) or `write` (POST, DELETE), and answer errors as RFC 7807 problem
-details (`problems.py`). The delegation routes hand over to the `DelegationService`.
+details (`schema/problems.py`). The delegation routes hand over to the `DelegationService`.
 """
 
 import logging
@@ -19,7 +19,6 @@ from starlette.types import Receive, Scope, Send
 
 from agentic_rag.a2a.errors import A2AError, TaskNotCancelableError, TaskNotFoundError
 from agentic_rag.network.delegation import DelegationRefused, DelegationRequest
-from agentic_rag.network.problems import Problem, problem_response
 from agentic_rag.network.records import (
     AgentList,
     DelegatedTask,
@@ -33,6 +32,7 @@ from agentic_rag.network.records import (
     session_record,
 )
 from agentic_rag.network.registration import RegistrationError
+from agentic_rag.schema.problems import Problem, problem_response
 from agentic_rag.security.principal import Principal, principal_of
 from agentic_rag.security.ssrf import UnsafeURLError
 

@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agentic_rag.network.problems import problem_response
+from agentic_rag.schema.problems import problem_response
 from agentic_rag.security.auth import Authenticator, AuthFailure
 from agentic_rag.security.principal import SCOPE_KEY
 

@@ -1,4 +1,5 @@
-"""RFC 7807 problem details: how the operators' REST routes (`/a2a/...`) answer errors.
+"""RFC 7807 problem details: how the operators' REST routes (`/a2a/...`) answer errors, and
+the authentication middleware in front of them (a wire format of its own, below both).
 
 A problem is `application/problem+json` with `type` (a URN naming the kind of problem, listed
 in docs/network.md), `title` (the HTTP status phrase), `status`, `detail` (what exactly went
