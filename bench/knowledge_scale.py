@@ -45,16 +45,16 @@ from agentic_rag.knowledge.documents import SECTION_SEPARATOR, ExtractedDocument
 from agentic_rag.knowledge.embeddings import DIMENSION, MODEL_NAME, LocalEmbedder
 from agentic_rag.knowledge.retrieval import Retrieval, RetrievalConfig
 from agentic_rag.knowledge.sources.markdown import markdown_sections
-from agentic_rag.knowledge.store import (
+from agentic_rag.knowledge.store import KnowledgeStore
+from agentic_rag.knowledge.store.lexicon import lexemes
+from agentic_rag.knowledge.store.search import (
     EXACT_SEARCH_MAX_CHUNKS,
     HNSW_EF_SEARCH,
     LEXICAL_CANDIDATES,
     LEXICAL_POSTINGS,
     Filters,
-    KnowledgeStore,
-    Space,
-    _lexemes,
 )
+from agentic_rag.knowledge.store.spaces import Space
 from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.storage.embedded import EmbeddedPostgres, postgres_processes
 from agentic_rag.storage.postgres import connect
@@ -367,7 +367,7 @@ async def bulk_load(
                 "c.heading_path, v.tsv, "
                 "(SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(v.tsv) u) "
                 "FROM bench_stage c CROSS JOIN LATERAL "
-                f"(SELECT {_lexemes("array_to_string(c.heading_path, ' ') || ' ' || c.text")} "
+                f"(SELECT {lexemes("array_to_string(c.heading_path, ' ') || ' ' || c.text")} "
                 "AS tsv) v "
                 "RETURNING id, document_id, position",
                 tenant,
@@ -530,7 +530,7 @@ async def lexical_unbounded(
     async with pool.acquire() as conn:
         found = await conn.fetch(
             "SELECT q.lexeme, coalesce(l.df, 0) AS df "
-            f"FROM unnest({_lexemes('$2')}) q "
+            f"FROM unnest({lexemes('$2')}) q "
             "LEFT JOIN lexicon l ON l.tenant = $1 AND l.lexeme = q.lexeme",
             tenant,
             query,

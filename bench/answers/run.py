@@ -49,7 +49,7 @@ from agentic_rag.config import Settings
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge.results import CrawlRequest, SearchResult
 from agentic_rag.knowledge.service import KnowledgeService
-from agentic_rag.knowledge.store import Filters
+from agentic_rag.knowledge.store.search import Filters
 from agentic_rag.llm.endpoint import ChatEndpoint, open_chat
 from agentic_rag.storage.embedded import EmbeddedPostgres
 from agentic_rag.storage.postgres import connect

@@ -17,7 +17,7 @@ import asyncpg
 
 from agentic_rag.knowledge.bm25 import K1 as BM25_K1
 from agentic_rag.knowledge.bm25 import B as BM25_B
-from agentic_rag.knowledge.store import TEXT_SEARCH_CONFIG
+from agentic_rag.knowledge.store.lexicon import TEXT_SEARCH_CONFIG
 
 Connection = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 

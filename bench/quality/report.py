@@ -6,7 +6,7 @@ from typing import Any
 import metrics
 from plain import OPTION, PLAIN
 
-from agentic_rag.knowledge.store import EXACT_SEARCH_MAX_CHUNKS, HNSW_EF_SEARCH
+from agentic_rag.knowledge.store.search import EXACT_SEARCH_MAX_CHUNKS, HNSW_EF_SEARCH
 
 DENSE, LEXICAL = "dense", "lexical"
 HNSW = "dense, HNSW path"

@@ -45,7 +45,6 @@ import plain  # noqa: E402
 import report  # noqa: E402
 
 from agentic_rag.config import Settings  # noqa: E402
-from agentic_rag.knowledge import store as store_module  # noqa: E402
 from agentic_rag.knowledge.chunking import (  # noqa: E402
     Chunker,
     document_embedding_text,
@@ -57,7 +56,10 @@ from agentic_rag.knowledge.fusion import Fused, Ranked, convex, rrf  # noqa: E40
 from agentic_rag.knowledge.rerank import mmr  # noqa: E402
 from agentic_rag.knowledge.retrieval import Retrieval, RetrievalConfig  # noqa: E402
 from agentic_rag.knowledge.sources.markdown import markdown_sections  # noqa: E402
-from agentic_rag.knowledge.store import Filters, KnowledgeStore, Space, content_hash  # noqa: E402
+from agentic_rag.knowledge.store import KnowledgeStore  # noqa: E402
+from agentic_rag.knowledge.store.documents import content_hash  # noqa: E402
+from agentic_rag.knowledge.store.search import Filters  # noqa: E402
+from agentic_rag.knowledge.store.spaces import Space  # noqa: E402
 from agentic_rag.knowledge.trajectories import TrajectoryStore  # noqa: E402
 from agentic_rag.storage.embedded import EmbeddedPostgres  # noqa: E402
 from agentic_rag.storage.postgres import connect  # noqa: E402
@@ -301,10 +303,8 @@ async def retrieve_hnsw(run: Run, dsn: str, space: Space, query_vectors: np.ndar
         server_settings={"enable_seqscan": "off", "enable_sort": "off"},
     )
     assert pool is not None
-    threshold = store_module.EXACT_SEARCH_MAX_CHUNKS
-    store_module.EXACT_SEARCH_MAX_CHUNKS = 0
     try:
-        store = KnowledgeStore(pool)
+        store = KnowledgeStore(pool, exact_search_max_chunks=0)
         for vector in query_vectors:
             hits = await timed(
                 run.latency_ms[name],
@@ -322,7 +322,6 @@ async def retrieve_hnsw(run: Run, dsn: str, space: Space, query_vectors: np.ndar
         )
         return any(f"chunk_embeddings_hnsw_{space.id}" in row[0] for row in plan)
     finally:
-        store_module.EXACT_SEARCH_MAX_CHUNKS = threshold
         await pool.close()
 
 

@@ -163,7 +163,7 @@ def _exposure_refusal(settings: Settings, dsn: str) -> str | None:
 def _embedding_refusal(settings: Settings, dsn: str) -> str | None:
     """A store embedded with another model than the configured one (see `agentic-rag reembed`)."""
     from agentic_rag.knowledge.service import configured_model
-    from agentic_rag.knowledge.store import active_space_of, model_mismatch
+    from agentic_rag.knowledge.store.spaces import active_space_of, model_mismatch
 
     model, dimension = configured_model(settings)
     return model_mismatch(asyncio.run(active_space_of(dsn)), model, dimension)

@@ -27,15 +27,15 @@ from agentic_rag.knowledge.documents import ExtractedDocument
 from agentic_rag.knowledge.embeddings import Embedder, Vectors
 from agentic_rag.knowledge.jobs import Job, JobStore
 from agentic_rag.knowledge.results import IngestedDocument, IngestSummary
-from agentic_rag.knowledge.store import (
-    KnowledgeStore,
-    SourceRef,
-    Space,
+from agentic_rag.knowledge.store import KnowledgeStore
+from agentic_rag.knowledge.store.documents import (
     StoredDocument,
     WriteResult,
     WriteStatus,
     content_hash,
 )
+from agentic_rag.knowledge.store.sources import SourceRef
+from agentic_rag.knowledge.store.spaces import Space
 from agentic_rag.skills import SkillError
 
 if TYPE_CHECKING:

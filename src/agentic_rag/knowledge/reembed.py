@@ -19,7 +19,8 @@ from agentic_rag.knowledge.chunking import (
     titled_prefix,
 )
 from agentic_rag.knowledge.embeddings import Embedder
-from agentic_rag.knowledge.store import ChunkToEmbed, KnowledgeStore, Space
+from agentic_rag.knowledge.store import KnowledgeStore
+from agentic_rag.knowledge.store.spaces import ChunkToEmbed, Space
 
 BATCH = 256
 

@@ -32,7 +32,9 @@ from agentic_rag.knowledge.results import (
     SearchHit,
     SearchResult,
 )
-from agentic_rag.knowledge.store import Filters, Hit, KnowledgeStore, Space
+from agentic_rag.knowledge.store import KnowledgeStore
+from agentic_rag.knowledge.store.search import Filters, Hit
+from agentic_rag.knowledge.store.spaces import Space
 from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.skills import SkillError

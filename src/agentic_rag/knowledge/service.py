@@ -65,7 +65,10 @@ from agentic_rag.knowledge.sources.youtube import (
     video_id,
     watch_url,
 )
-from agentic_rag.knowledge.store import KnowledgeStore, SourceRef, Space, StoredDocument
+from agentic_rag.knowledge.store import KnowledgeStore
+from agentic_rag.knowledge.store.documents import StoredDocument
+from agentic_rag.knowledge.store.sources import SourceRef
+from agentic_rag.knowledge.store.spaces import Space
 from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint

@@ -21,7 +21,7 @@ from agentic_rag.knowledge.results import (
 )
 from agentic_rag.knowledge.retrieval import Reranker
 from agentic_rag.knowledge.service import KnowledgeService
-from agentic_rag.knowledge.store import Filters
+from agentic_rag.knowledge.store.search import Filters
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
 
 KnowledgeProvider = Callable[[], KnowledgeService]

@@ -35,7 +35,7 @@ from mcp.server.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 
-from agentic_rag.knowledge.store import DOCUMENTS_CHANNEL
+from agentic_rag.knowledge.store.documents import DOCUMENTS_CHANNEL
 from agentic_rag.mcp.access import Context, PrincipalFor, require
 from agentic_rag.mcp.resources import KnowledgeFor, document_id_of, document_uri
 from agentic_rag.skills import SkillError
