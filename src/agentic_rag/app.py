@@ -12,13 +12,8 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 
-from agentic_rag.a2a.cluster import Cluster
-from agentic_rag.a2a.journal import Journal, LocalEventBus
-from agentic_rag.a2a.push import PushNotifier, SigningKeys
+from agentic_rag.a2a.invocation import call_reader
 from agentic_rag.a2a.routes import METHOD_SCOPES, A2AEndpoints
-from agentic_rag.a2a.runner import Runner
-from agentic_rag.a2a.store import TaskStore
-from agentic_rag.a2a.tasks import LocalWorkQueue, TaskService
 from agentic_rag.config import Settings, keys_create_command
 from agentic_rag.graph.skills import add_graph_skills
 from agentic_rag.home import HomePage
@@ -43,8 +38,14 @@ from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.security.tokens import JWTVerifier
 from agentic_rag.skills import SkillRegistry
 from agentic_rag.skills.help import default_registry
+from agentic_rag.storage.cluster import Cluster
 from agentic_rag.storage.database import embedded_postgres
 from agentic_rag.storage.postgres import connect
+from agentic_rag.tasks.journal import Journal, LocalEventBus
+from agentic_rag.tasks.push import PushNotifier, SigningKeys
+from agentic_rag.tasks.runner import Runner
+from agentic_rag.tasks.service import LocalWorkQueue, TaskService
+from agentic_rag.tasks.store import TaskStore
 
 if TYPE_CHECKING:
     from agentic_rag.graph.service import GraphService
@@ -176,7 +177,15 @@ class Engine:
         self._stack.push_async_callback(journal.stop)
         queue = LocalWorkQueue()
         self.service = TaskService(
-            store, journal, bus, self.registry, queue, notifier, guard, cluster
+            store,
+            journal,
+            bus,
+            self.registry,
+            queue,
+            notifier,
+            guard,
+            cluster,
+            read_call=call_reader(self.registry),
         )
         self.delegation, self.orchestrator = open_delegation(
             settings,

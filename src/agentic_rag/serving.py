@@ -4,7 +4,7 @@ Workers are processes that build the app from the environment (`app_factory`, an
 string): this process writes the settings the command line gave into the environment, starts
 the embedded PostgreSQL once for all of them, and, for several workers, gives them a directory
 where the Prometheus metrics of every worker add up (`PROMETHEUS_MULTIPROC_DIR`). Workers share
-one database; tasks move between them as `agentic_rag.a2a.cluster` says.
+one database; tasks move between them as `agentic_rag.storage.cluster` says.
 
 Each worker listens on a socket of its own bound with SO_REUSEPORT, so the kernel spreads new
 connections evenly over the workers. (uvicorn's own supervisor shares one listening socket:

@@ -6,10 +6,10 @@ from typing import Any
 
 import orjson
 
-from agentic_rag.a2a.invocation import OUTPUT_MODES
 from agentic_rag.config import Settings
 from agentic_rag.schema.a2a import AgentCapabilities, AgentCard, AgentSkill, SecurityScheme
 from agentic_rag.skills import SkillRegistry
+from agentic_rag.tasks.calls import OUTPUT_MODES
 
 INPUT_MODES = ["text/plain", "application/json"]
 

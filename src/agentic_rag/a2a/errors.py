@@ -2,6 +2,8 @@
 
 from typing import Any, ClassVar
 
+from agentic_rag.tasks import errors as task_errors
+
 
 class A2AError(Exception):
     code: ClassVar[int]
@@ -63,3 +65,22 @@ class ForbiddenError(A2AError):
     """The credential is valid but lacks a scope (HTTP 403; see docs/security.md)."""
 
     code, default_message = -32011, "Forbidden"
+
+
+# The task engine's refusals as A2A errors: the codes are this protocol's, so the mapping is the
+# adapter's (the engine raises the same errors to MCP and the network, which answer otherwise).
+_TASK_ERRORS: dict[type[task_errors.TaskError], type[A2AError]] = {
+    task_errors.TaskNotFoundError: TaskNotFoundError,
+    task_errors.TaskNotCancelableError: TaskNotCancelableError,
+    task_errors.TaskRequestError: InvalidParamsError,
+    task_errors.OutputNotAcceptedError: ContentTypeNotSupportedError,
+    task_errors.TaskUnavailableError: InternalError,
+}
+
+
+def from_task_error(error: task_errors.TaskError) -> A2AError:
+    """The A2A error that answers a refusal of the task engine."""
+    kind = next(
+        (a2a for engine, a2a in _TASK_ERRORS.items() if isinstance(error, engine)), InternalError
+    )
+    return kind(error.message, error.data)

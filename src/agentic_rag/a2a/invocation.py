@@ -12,59 +12,15 @@
   is missing, a plain-text reply fills it.
 """
 
-import contextlib
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from agentic_rag.a2a.errors import InvalidParamsError
-from agentic_rag.schema.a2a import DataPart, FilePart, FileWithBytes, Message, Role, TextPart
-from agentic_rag.skills import InputRequired, Skill, SkillRegistry
-
-# What every skill's result artifact is made of: a text part and a data part.
-OUTPUT_MODES = ("text/plain", "application/json")
-
-
-@dataclass(frozen=True)
-class Invocation:
-    skill: Skill
-    arguments: dict[str, Any]
-    replies: list[str]  # plain texts of the messages after the first
-
-    def check(self) -> None:
-        """Raise `InvalidParamsError` for wrong arguments; missing ones are asked for later."""
-        with contextlib.suppress(InputRequired):
-            self.validate()
-
-    def validate(self) -> BaseModel:
-        """The skill's input model, or `InputRequired` naming what is missing.
-
-        Raises `InvalidParamsError` when arguments are present but wrong.
-        """
-        arguments = dict(self.arguments)
-        try:
-            return self.skill.input_model.model_validate(arguments)
-        except ValidationError as exc:
-            missing = [_field(e["loc"]) for e in exc.errors() if e["type"] == "missing"]
-            if len(missing) != len(exc.errors()):
-                raise InvalidParamsError(
-                    f"invalid arguments for skill {self.skill.name!r}: {_describe(exc)}",
-                    data={"errors": _errors(exc)},
-                ) from None
-            if len(missing) == 1 and self.replies:
-                arguments[missing[0]] = self.replies[-1]
-                return Invocation(self.skill, arguments, []).validate()
-            raise InputRequired(
-                f"skill {self.skill.name!r} needs {', '.join(missing)}: reply with a DataPart "
-                '{"arguments": {...}}' + (" or plain text" if len(missing) == 1 else ""),
-                missing,
-            ) from None
-
-
-def text_of(message: Message) -> str:
-    return "\n".join(p.root.text for p in message.parts if isinstance(p.root, TextPart))
+from agentic_rag.schema.a2a import DataPart, FilePart, FileWithBytes, Message, Role
+from agentic_rag.skills import Skill, SkillRegistry
+from agentic_rag.tasks.calls import CallReader, Invocation
+from agentic_rag.tasks.errors import TaskRequestError
+from agentic_rag.tasks.parts import text_of
 
 
 def resolve(registry: SkillRegistry, history: Sequence[Message]) -> Invocation:
@@ -81,7 +37,7 @@ def resolve(registry: SkillRegistry, history: Sequence[Message]) -> Invocation:
                 name = data["skill"]
             args = data.get("arguments")
             if args is not None and not isinstance(args, dict):
-                raise InvalidParamsError('a DataPart\'s "arguments" must be an object')
+                raise TaskRequestError('a DataPart\'s "arguments" must be an object')
             arguments.update(args or {})
     routed = None
     if name is None and user_messages:
@@ -91,11 +47,11 @@ def resolve(registry: SkillRegistry, history: Sequence[Message]) -> Invocation:
             arguments = {**given, **arguments}
     skill_name = name or registry.default_skill
     if skill_name is None:
-        raise InvalidParamsError('name a skill with a DataPart {"skill": name, "arguments": {}}')
+        raise TaskRequestError('name a skill with a DataPart {"skill": name, "arguments": {}}')
     skill = registry.get(skill_name)
     if skill is None:
         known = ", ".join(s.name for s in registry)
-        raise InvalidParamsError(f"unknown skill {skill_name!r}; this agent has: {known}")
+        raise TaskRequestError(f"unknown skill {skill_name!r}; this agent has: {known}")
     if name is None and skill.text_argument and user_messages:
         text = text_of(user_messages[0])
         if text and skill.text_argument not in arguments:
@@ -124,26 +80,6 @@ def _fill_from_file(skill: Skill, messages: Sequence[Message], arguments: dict[s
             return
 
 
-def accepts_output(accepted: Sequence[str] | None) -> bool:
-    """Whether a client accepting `accepted` MIME types can read a skill's result (§12.7)."""
-    if not accepted:
-        return True
-    return any(_mime_matches(want, have) for want in accepted for have in OUTPUT_MODES)
-
-
-def _mime_matches(want: str, have: str) -> bool:
-    want = want.split(";")[0].strip().lower()
-    kind, _, sub = have.partition("/")
-    return want in ("*/*", "*", have, kind, f"{kind}/*") or (want == sub)
-
-
-def _field(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(p) for p in loc) or "arguments"
-
-
-def _errors(exc: ValidationError) -> list[dict[str, str]]:
-    return [{"field": _field(e["loc"]), "problem": e["msg"]} for e in exc.errors()]
-
-
-def _describe(exc: ValidationError) -> str:
-    return "; ".join(f"{e['field']}: {e['problem']}" for e in _errors(exc))
+def call_reader(registry: SkillRegistry) -> CallReader:
+    """How the task engine reads back the skill call of a task it stores (its `read_call`)."""
+    return functools.partial(resolve, registry)

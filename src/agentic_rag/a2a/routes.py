@@ -21,10 +21,9 @@ from agentic_rag.a2a.errors import (
     InvalidParamsError,
     InvalidRequestError,
     MethodNotFoundError,
+    from_task_error,
 )
 from agentic_rag.a2a.jsonrpc import RequestId, RPCError
-from agentic_rag.a2a.store import Event
-from agentic_rag.a2a.tasks import Accepted, Reply, agent_text, final_status, with_history
 from agentic_rag.config import Settings
 from agentic_rag.observability.middleware import record_rpc_call
 from agentic_rag.schema.a2a import Message, TaskIdParams
@@ -36,6 +35,10 @@ from agentic_rag.schema.compat import (
     TaskPushConfig,
 )
 from agentic_rag.security.principal import ALL_SCOPES, Scope, principal_of
+from agentic_rag.tasks.errors import TaskError
+from agentic_rag.tasks.parts import agent_text, with_history
+from agentic_rag.tasks.service import Accepted, Reply, final_status
+from agentic_rag.tasks.store import Event
 
 if TYPE_CHECKING:
     from agentic_rag.app import Engine
@@ -208,6 +211,8 @@ class A2AEndpoints:
             return self._refuse(request, method, exc.request_id, exc.error, exc.status)
         except A2AError as exc:
             return self._refuse(request, method, request_id, exc)
+        except TaskError as exc:
+            return self._refuse(request, method, request_id, from_task_error(exc))
         except ClientDisconnect:  # gone before its body arrived: nobody to answer, nothing done
             record_rpc_call(request.scope, method, "disconnected")
             return Response(status_code=400)
@@ -441,6 +446,8 @@ async def _logged_events(
 
 def _failure_event(rid: RequestId, exc: Exception) -> ServerSentEvent:
     """The one error event that ends a stream that failed after it started (§12.2)."""
+    if isinstance(exc, TaskError):
+        exc = from_task_error(exc)
     if not isinstance(exc, A2AError):  # not an empty or cut stream that looks like success
         log.error("internal error in an event stream", exc_info=exc)
         exc = InternalError("internal error; the server log has details")

@@ -19,13 +19,13 @@ import logging
 import time
 from typing import Any, Protocol
 
-from agentic_rag.a2a.cluster import WORKER_LOCK_CLASS
 from agentic_rag.config import Settings
 from agentic_rag.graph.cost import episode_cost
 from agentic_rag.graph.namespaces import Namespace
 from agentic_rag.graph.queue import EpisodeQueue, QueuedEpisode
 from agentic_rag.observability import metrics
 from agentic_rag.observability.failures import RepeatedFailure
+from agentic_rag.storage.cluster import WORKER_LOCK_CLASS
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """EpisodeQueue: all SQL of the graph's episode queue (storage/migrations/0009_graph_episodes.sql).
 
 An episode is queued by add_memory and claimed by a worker of any process. A claim writes the
-worker's id; the worker's lease is its advisory lock (`a2a.cluster`), so an episode whose
+worker's id; the worker's lease is its advisory lock (`storage.cluster`), so an episode whose
 worker died (its lock gone) is put back in the queue by the next `recover` of any worker.
 Every write after the claim is conditioned on the worker still holding the episode, so a
 worker that lost it (taken over after its connection dropped) changes nothing.

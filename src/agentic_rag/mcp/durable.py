@@ -19,10 +19,6 @@ from typing import Any
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
-from agentic_rag.a2a import states
-from agentic_rag.a2a.errors import A2AError, InvalidParamsError
-from agentic_rag.a2a.invocation import text_of
-from agentic_rag.a2a.tasks import Accepted, Reply, TaskService, data_part
 from agentic_rag.ids import new_id
 from agentic_rag.mcp.calls import tool_error, tool_result
 from agentic_rag.mcp.context import ProgressSteps
@@ -30,6 +26,10 @@ from agentic_rag.schema.a2a import DataPart, Message, Role, TaskState, TaskStatu
 from agentic_rag.schema.a2a import Task as A2ATask
 from agentic_rag.schema.compat import SendParams
 from agentic_rag.skills import Skill
+from agentic_rag.tasks import states
+from agentic_rag.tasks.errors import TaskError, TaskRequestError
+from agentic_rag.tasks.parts import data_part, text_of
+from agentic_rag.tasks.service import Accepted, Reply, TaskService
 
 TaskServiceFor = Callable[[], TaskService]
 """The engine's running task service (it exists once the engine has started)."""
@@ -54,8 +54,8 @@ async def create_task(
     )
     try:
         return await service.send(tenant, SendParams(message=message), reply=reply)
-    except A2AError as exc:
-        code = types.INVALID_PARAMS if isinstance(exc, InvalidParamsError) else types.INTERNAL_ERROR
+    except TaskError as exc:
+        code = types.INVALID_PARAMS if isinstance(exc, TaskRequestError) else types.INTERNAL_ERROR
         raise MCPError(code, f"tool {skill.name!r} could not start: {exc.message}") from None
 
 

@@ -23,15 +23,14 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from agentic_rag.a2a import states
-from agentic_rag.a2a.errors import InvalidParamsError, TaskNotCancelableError, TaskNotFoundError
-from agentic_rag.a2a.invocation import resolve
 from agentic_rag.mcp.access import Context, PrincipalFor, require
 from agentic_rag.mcp.calls import ArgumentsError, find_skill, validate_arguments
 from agentic_rag.mcp.durable import TaskServiceFor, create_task, created_at, outcome, status_text
 from agentic_rag.schema.a2a import Task as A2ATask
 from agentic_rag.schema.a2a import TaskState
 from agentic_rag.skills import InputRequired, Skill, SkillRegistry
+from agentic_rag.tasks import states
+from agentic_rag.tasks.errors import TaskNotCancelableError, TaskNotFoundError, TaskRequestError
 
 # The protocol version whose core defines tasks (2026-07-28 moved them to an extension).
 TASKS_VERSION = "2025-11-25"
@@ -215,8 +214,8 @@ class McpTasks:
 
     def _skill_of(self, task: A2ATask) -> Skill:
         try:
-            return resolve(self.registry, task.history or []).skill
-        except InvalidParamsError as exc:
+            return self._tasks().read_call(task.history or []).skill
+        except TaskRequestError as exc:
             raise MCPError(
                 types.INVALID_PARAMS, f"task {task.id} runs no tool of this server: {exc.message}"
             ) from None

@@ -5,7 +5,6 @@ from contextlib import AsyncExitStack
 
 import asyncpg
 
-from agentic_rag.a2a.tasks import TaskService
 from agentic_rag.config import Settings
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint
@@ -16,6 +15,7 @@ from agentic_rag.network.peer_client import Backoff, peer_http
 from agentic_rag.network.plan_store import PlanStore
 from agentic_rag.network.service import Network
 from agentic_rag.skills import SkillRegistry
+from agentic_rag.tasks.service import TaskService
 
 
 def open_delegation(

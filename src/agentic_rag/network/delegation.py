@@ -40,10 +40,6 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, Field
 
-from agentic_rag.a2a import states
-from agentic_rag.a2a.errors import A2AError, TaskNotFoundError
-from agentic_rag.a2a.invocation import text_of
-from agentic_rag.a2a.tasks import TaskService, data_part, text_part
 from agentic_rag.network.delegation_store import SETTLED, Delegation, DelegationStore
 from agentic_rag.network.peer_client import (
     Backoff,
@@ -74,6 +70,10 @@ from agentic_rag.schema.compat import PushConfig, SendConfiguration, SendParams
 from agentic_rag.security.principal import Principal
 from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.skills import SkillContext, SkillError
+from agentic_rag.tasks import states
+from agentic_rag.tasks.errors import TaskError, TaskNotFoundError
+from agentic_rag.tasks.parts import data_part, text_of, text_part
+from agentic_rag.tasks.service import TaskService
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +271,7 @@ class DelegationService:
                 known.add(url)
                 try:
                     await service.set_push_config(tenant, task_id, PushConfig(url=url))
-                except A2AError as exc:
+                except TaskError as exc:
                     raise SkillError(exc.message) from None
 
     async def status_changed(self, tenant: str, task_id: str, url: str) -> None:

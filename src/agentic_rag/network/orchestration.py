@@ -36,10 +36,6 @@ from typing import Any, Literal, Self
 import orjson
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from agentic_rag.a2a import states
-from agentic_rag.a2a.errors import A2AError, TaskNotCancelableError, TaskNotFoundError
-from agentic_rag.a2a.invocation import text_of
-from agentic_rag.a2a.tasks import TaskService, data_part
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.network.delegation import BEST
 from agentic_rag.network.plan_store import PlanStore, StoredPlan, StoredStep
@@ -47,6 +43,10 @@ from agentic_rag.network.registry import PeerRegistry
 from agentic_rag.schema.a2a import DataPart, Message, Role, Task, TaskState
 from agentic_rag.schema.compat import SendParams
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
+from agentic_rag.tasks import states
+from agentic_rag.tasks.errors import TaskError, TaskNotCancelableError, TaskNotFoundError
+from agentic_rag.tasks.parts import data_part, text_of
+from agentic_rag.tasks.service import TaskService
 
 log = logging.getLogger(__name__)
 
@@ -314,7 +314,7 @@ class _PlanRun:
         self.running[step.id] = task_id
         try:
             await self._service.send(self.ctx.tenant, SendParams(message=message), reply="created")
-        except A2AError as exc:  # invalid arguments, once references were resolved
+        except TaskError as exc:  # invalid arguments, once references were resolved
             raise StepFailed(step.id, exc.message) from None
         await self.ctx.progress(f"step {step.id}: started ({skill}, task {task_id})")
         return task_id, await self._follow(step, task_id)

@@ -12,37 +12,35 @@ import uuid
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
-from agentic_rag.a2a import states
-from agentic_rag.a2a.cluster import WORKER_LOCK_CLASS, Cluster
-from agentic_rag.a2a.errors import (
-    ContentTypeNotSupportedError,
-    InternalError,
-    InvalidParamsError,
-    TaskNotCancelableError,
-    TaskNotFoundError,
-)
-from agentic_rag.a2a.invocation import OUTPUT_MODES, Invocation, accepts_output, resolve
-from agentic_rag.a2a.journal import EventBus, Journal, Subscription
-from agentic_rag.a2a.push import PushNotifier, validate_config
-from agentic_rag.a2a.store import Event, StoredTask, TaskConflict, TaskStore, TaskWrite
 from agentic_rag.ids import new_id
 from agentic_rag.observability import metrics as observed
 from agentic_rag.schema.a2a import (
-    DataPart,
     Message,
-    Part,
     Role,
     Task,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
-    TextPart,
 )
 from agentic_rag.schema.compat import PushConfig, SendParams
 from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.skills import SkillRegistry
+from agentic_rag.storage.cluster import WORKER_LOCK_CLASS, Cluster
+from agentic_rag.tasks import states
+from agentic_rag.tasks.calls import OUTPUT_MODES, CallReader, Invocation, accepts_output
+from agentic_rag.tasks.errors import (
+    OutputNotAcceptedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    TaskRequestError,
+    TaskUnavailableError,
+)
+from agentic_rag.tasks.journal import EventBus, Journal, Subscription
+from agentic_rag.tasks.parts import agent_text, has_message, with_history
+from agentic_rag.tasks.push import PushNotifier, validate_config
+from agentic_rag.tasks.store import Event, StoredTask, TaskConflict, TaskStore, TaskWrite
 
 log = logging.getLogger(__name__)
 
@@ -170,39 +168,6 @@ def follow_up_id(task_id: str, message_id: str) -> str:
     return uuid.uuid5(FOLLOW_UPS, f"{task_id}\n{message_id}").hex
 
 
-def has_message(task: Task, message_id: str) -> bool:
-    return any(m.message_id == message_id for m in task.history or [])
-
-
-def with_history(task: Task, history_length: int | None) -> Task:
-    """`task` with the last `history_length` messages (§12.6: absent means all, 0 none)."""
-    if history_length is None or task.history is None:
-        return task
-    history = task.history[-history_length:] if history_length else []
-    return task.model_copy(update={"history": history})
-
-
-def text_part(text: str) -> Part:
-    # model_construct: the part is valid by construction, and validating a RootModel union
-    # again costs more than the rest of building a message.
-    return Part.model_construct(TextPart(kind="text", text=text))
-
-
-def data_part(data: dict[str, Any]) -> Part:
-    return Part.model_construct(DataPart(kind="data", data=data))
-
-
-def agent_text(text: str, task: Task) -> Message:
-    return Message(
-        role=Role.agent,
-        kind="message",
-        message_id=new_id(),
-        parts=[text_part(text)],
-        task_id=task.id,
-        context_id=task.context_id,
-    )
-
-
 class TaskService:
     def __init__(
         self,
@@ -214,8 +179,11 @@ class TaskService:
         notifier: PushNotifier | None,
         guard: SSRFGuard,
         cluster: Cluster,
+        *,
+        read_call: CallReader,
     ) -> None:
         self.store, self.journal, self.bus, self.cluster = store, journal, bus, cluster
+        self.read_call = read_call
         self.registry, self.queue, self.notifier, self.guard = registry, queue, notifier, guard
         self.active: dict[tuple[str, str], ActiveTask] = {}
         self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
@@ -265,12 +233,12 @@ class TaskService:
         """
         message, config = params.message, params.configuration
         if message.role is not Role.user:
-            raise InvalidParamsError("a message sent to an agent must have role 'user'")
+            raise TaskRequestError("a message sent to an agent must have role 'user'")
         push_config = config.push_notification_config if config else None
         if push_config is not None:
             self._check_push_config(push_config)
         if config and not accepts_output(config.accepted_output_modes):
-            raise ContentTypeNotSupportedError(
+            raise OutputNotAcceptedError(
                 f"this agent answers with {', '.join(OUTPUT_MODES)}; "
                 f"none is in acceptedOutputModes {config.accepted_output_modes}"
             )
@@ -304,7 +272,7 @@ class TaskService:
         creating too), queue it only once its creation is durably this one."""
         context_id = message.context_id or new_id()
         message = message.model_copy(update={"task_id": task_id, "context_id": context_id})
-        invocation = resolve(self.registry, [message])
+        invocation = self.read_call([message])
         invocation.check()
         task = Task(
             id=task_id,
@@ -338,7 +306,7 @@ class TaskService:
     ) -> Accepted:
         task = active.task
         if message.context_id is not None and message.context_id != task.context_id:
-            raise InvalidParamsError(
+            raise TaskRequestError(
                 f"task {task.id} belongs to context {task.context_id}, not {message.context_id}"
             )
         if has_message(task, message.message_id):
@@ -348,7 +316,7 @@ class TaskService:
         if state in states.TERMINAL:
             return await self._follow_up(active, message, push, reply)
         message = message.model_copy(update={"task_id": task.id, "context_id": task.context_id})
-        invocation = resolve(self.registry, [*(task.history or []), message])
+        invocation = self.read_call([*(task.history or []), message])
         invocation.check()
         if state in states.PAUSED:
             return await self._resume(active, message, invocation, push, reply)
@@ -421,7 +389,7 @@ class TaskService:
                 if current.task.status.state not in states.IN_PROGRESS or stored.key in self.active:
                     raise TaskConflict(f"task {task_id} moved on before it took the message")
                 if loop.time() >= deadline:
-                    raise InternalError(
+                    raise TaskUnavailableError(
                         f"task {task_id} runs on another worker, which did not take the message "
                         f"within {REMOTE_MESSAGE_SECONDS:.0f} s; send it again (a messageId "
                         "joins a task once)"
@@ -621,7 +589,7 @@ class TaskService:
         try:
             validate_config(config, self.guard)
         except ValueError as exc:
-            raise InvalidParamsError(f"pushNotificationConfig refused: {exc}") from None
+            raise TaskRequestError(f"pushNotificationConfig refused: {exc}") from None
 
     async def _save_push_config(self, tenant: str, task_id: str, config: PushConfig) -> PushConfig:
         if config.id is None:
@@ -659,8 +627,8 @@ class TaskService:
 
     def _resumable(self, task: Task) -> bool:
         try:
-            return resolve(self.registry, task.history or []).skill.resumable
-        except InvalidParamsError:
+            return self.read_call(task.history or []).skill.resumable
+        except TaskRequestError:
             return False
 
     async def recover(self) -> tuple[int, int]:

@@ -12,7 +12,7 @@ from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
-from agentic_rag.a2a.store import Event, TaskConflict, TaskStore, TaskWrite
+from agentic_rag.tasks.store import Event, TaskConflict, TaskStore, TaskWrite
 
 log = logging.getLogger(__name__)
 

@@ -24,13 +24,15 @@ from contextlib import contextmanager
 import asyncpg
 import orjson
 
-from agentic_rag.a2a.store import TASK_EVENTS_CHANNEL
 from agentic_rag.observability.failures import RepeatedFailure
 
 log = logging.getLogger(__name__)
 
 # The first key of every worker's advisory lock (the second is the worker id): "agwk".
 WORKER_LOCK_CLASS = 0x6167776B
+# The channels between workers: tasks committed (the task store notifies it with every
+# journal commit), cancel requests, handed-on messages.
+TASK_EVENTS_CHANNEL = "agentic_rag_task_events"
 CANCEL_CHANNEL = "agentic_rag_task_cancel"
 MESSAGE_CHANNEL = "agentic_rag_task_message"
 # A handed-on message travels base64-encoded in pieces of this many characters: each piece's

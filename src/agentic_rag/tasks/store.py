@@ -12,10 +12,10 @@ import orjson
 
 from agentic_rag.schema.a2a import Task
 from agentic_rag.schema.compat import PushConfig
+from agentic_rag.storage.cluster import TASK_EVENTS_CHANNEL
 
-# Every commit of task events notifies this channel with the JSON list of [tenant, task id]
-# it wrote, so that other workers following those tasks read on (agentic_rag.a2a.cluster).
-TASK_EVENTS_CHANNEL = "agentic_rag_task_events"
+# Every commit of task events notifies TASK_EVENTS_CHANNEL with the JSON list of [tenant,
+# task id] it wrote, so that other workers following those tasks read on.
 _NOTIFY_BYTES = 7000  # PostgreSQL refuses payloads of 8000 bytes or more
 
 

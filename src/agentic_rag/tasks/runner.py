@@ -5,16 +5,6 @@ import logging
 from collections.abc import Sequence
 from typing import NoReturn
 
-from agentic_rag.a2a import states
-from agentic_rag.a2a.invocation import resolve, text_of
-from agentic_rag.a2a.tasks import (
-    ActiveTask,
-    TaskService,
-    WorkQueue,
-    agent_text,
-    data_part,
-    text_part,
-)
 from agentic_rag.ids import new_id
 from agentic_rag.observability import metrics as observed
 from agentic_rag.schema.a2a import (
@@ -24,6 +14,9 @@ from agentic_rag.schema.a2a import (
     TaskState,
 )
 from agentic_rag.skills import InputRequired, SkillError
+from agentic_rag.tasks import states
+from agentic_rag.tasks.parts import agent_text, data_part, text_of, text_part
+from agentic_rag.tasks.service import ActiveTask, TaskService, WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +122,7 @@ class Runner:
         if task.status.state is not TaskState.working:  # a continued task works already
             service.emit(active, states.status_event(task, TaskState.working))
         # Resolved when the message was accepted; a recovered task resolves it again.
-        invocation = active.invocation or resolve(service.registry, task.history or [])
+        invocation = active.invocation or service.read_call(task.history or [])
         skill = invocation.skill
         try:
             arguments = invocation.validate()

@@ -1,0 +1,86 @@
+"""A skill call as the engine runs it: the skill, its arguments, and the replies that may fill
+a missing one; and how a task's stored messages are read back into one (`CallReader`)."""
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ValidationError
+
+from agentic_rag.schema.a2a import Message
+from agentic_rag.skills import InputRequired, Skill
+from agentic_rag.tasks.errors import TaskRequestError
+
+# What every skill's result is recorded as: a text part and a data part.
+OUTPUT_MODES = ("text/plain", "application/json")
+
+
+class CallReader(Protocol):
+    """The skill call the messages of a task's history ask for (the A2A adapter's
+    `agentic_rag.a2a.invocation.resolve`, bound to the registry by the composition root).
+
+    Raises `TaskRequestError` when they name no skill the registry has, or wrong arguments."""
+
+    def __call__(self, history: Sequence[Message], /) -> "Invocation": ...
+
+
+@dataclass(frozen=True)
+class Invocation:
+    skill: Skill
+    arguments: dict[str, Any]
+    replies: list[str]  # plain texts of the messages after the first
+
+    def check(self) -> None:
+        """Raise `TaskRequestError` for wrong arguments; missing ones are asked for later."""
+        with contextlib.suppress(InputRequired):
+            self.validate()
+
+    def validate(self) -> BaseModel:
+        """The skill's input model, or `InputRequired` naming what is missing.
+
+        Raises `TaskRequestError` when arguments are present but wrong.
+        """
+        arguments = dict(self.arguments)
+        try:
+            return self.skill.input_model.model_validate(arguments)
+        except ValidationError as exc:
+            missing = [_field(e["loc"]) for e in exc.errors() if e["type"] == "missing"]
+            if len(missing) != len(exc.errors()):
+                raise TaskRequestError(
+                    f"invalid arguments for skill {self.skill.name!r}: {_describe(exc)}",
+                    data={"errors": _errors(exc)},
+                ) from None
+            if len(missing) == 1 and self.replies:
+                arguments[missing[0]] = self.replies[-1]
+                return Invocation(self.skill, arguments, []).validate()
+            raise InputRequired(
+                f"skill {self.skill.name!r} needs {', '.join(missing)}: reply with a DataPart "
+                '{"arguments": {...}}' + (" or plain text" if len(missing) == 1 else ""),
+                missing,
+            ) from None
+
+
+def accepts_output(accepted: Sequence[str] | None) -> bool:
+    """Whether a client accepting `accepted` MIME types can read a skill's result (§12.7)."""
+    if not accepted:
+        return True
+    return any(_mime_matches(want, have) for want in accepted for have in OUTPUT_MODES)
+
+
+def _mime_matches(want: str, have: str) -> bool:
+    want = want.split(";")[0].strip().lower()
+    kind, _, sub = have.partition("/")
+    return want in ("*/*", "*", have, kind, f"{kind}/*") or (want == sub)
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "arguments"
+
+
+def _errors(exc: ValidationError) -> list[dict[str, str]]:
+    return [{"field": _field(e["loc"]), "problem": e["msg"]} for e in exc.errors()]
+
+
+def _describe(exc: ValidationError) -> str:
+    return "; ".join(f"{e['field']}: {e['problem']}" for e in _errors(exc))

@@ -1,0 +1,43 @@
+"""Reading and making the parts of the task record (A2A 0.2.1 messages, the stored format)."""
+
+from typing import Any
+
+from agentic_rag.ids import new_id
+from agentic_rag.schema.a2a import DataPart, Message, Part, Role, Task, TextPart
+
+
+def text_of(message: Message) -> str:
+    return "\n".join(p.root.text for p in message.parts if isinstance(p.root, TextPart))
+
+
+def text_part(text: str) -> Part:
+    # model_construct: the part is valid by construction, and validating a RootModel union
+    # again costs more than the rest of building a message.
+    return Part.model_construct(TextPart(kind="text", text=text))
+
+
+def data_part(data: dict[str, Any]) -> Part:
+    return Part.model_construct(DataPart(kind="data", data=data))
+
+
+def agent_text(text: str, task: Task) -> Message:
+    return Message(
+        role=Role.agent,
+        kind="message",
+        message_id=new_id(),
+        parts=[text_part(text)],
+        task_id=task.id,
+        context_id=task.context_id,
+    )
+
+
+def has_message(task: Task, message_id: str) -> bool:
+    return any(m.message_id == message_id for m in task.history or [])
+
+
+def with_history(task: Task, history_length: int | None) -> Task:
+    """`task` with the last `history_length` messages (§12.6: absent means all, 0 none)."""
+    if history_length is None or task.history is None:
+        return task
+    history = task.history[-history_length:] if history_length else []
+    return task.model_copy(update={"history": history})
