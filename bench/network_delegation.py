@@ -7,7 +7,7 @@ On one machine, one PostgreSQL (embedded, in a temporary directory) with a datab
 
 - the peer: this server with the conformance skills (conformance/run-sut), a process;
 - the delegator: this server with the conformance and delegation skills
-  (`python -m tests.peers.network`), a process, the peer registered by its 0.2.1 card (it
+  (`python -m tests.support.peers.network`), a process, the peer registered by its 0.2.1 card (it
   streams) and, for the polled variant, by an inline card that says it does not.
 
 Each round, one after the other (concurrency 1): the skill `script` ("hello", echoed) called
@@ -39,8 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agentic_rag.storage.embedded import EmbeddedPostgres  # noqa: E402
-from tests.live import free_port, run_sut  # noqa: E402
-from tests.peers.network import create_database, delegator_process  # noqa: E402
+from tests.support.live import free_port, run_sut  # noqa: E402
+from tests.support.peers.network import create_database, delegator_process  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 

@@ -6,7 +6,7 @@ routes (`/a2a/...`, src/agentic_rag/network/rest.py), from the models those rout
 
 The paths are written here; every schema comes from the pydantic models of
 `agentic_rag.network.records` (and the delegation request of `agentic_rag.network.delegation`),
-so the document and the routes cannot disagree. tests/test_network_rest.py checks that the
+so the document and the routes cannot disagree. tests/network/test_network_rest.py checks that the
 committed file equals this script's output, and validates the routes' answers against it.
 """
 

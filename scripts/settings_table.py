@@ -5,8 +5,9 @@
     scripts/settings_table.py --write    replace the table in docs/operations.md
     scripts/settings_table.py --check    exit 1 if docs/operations.md has another table
 
-The table sits between the two marker comments below; tests/test_observability.py checks
-that it is the one this script prints, so a new setting shows up in the docs or fails a test.
+The table sits between the two marker comments below;
+tests/observability/test_observability.py checks that it is the one this script prints, so a new
+setting shows up in the docs or fails a test.
 """
 
 import argparse

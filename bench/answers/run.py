@@ -12,8 +12,8 @@ with apt-get when missing, served on 127.0.0.1 and ingested through `KnowledgeSe
 into a temporary data directory. Each question is answered with every answerer:
 
 - `extractive`: no LLM;
-- `double`: the hosted-LLM test double (tests/test_knowledge_rerankers.py's ChatDouble, answering
-  with hosted_double.py: one answer in five is one of the failures real models make);
+- `double`: the hosted-LLM test double (tests/knowledge/test_knowledge_rerankers.py's ChatDouble,
+  answering with hosted_double.py: one answer in five is one of the failures real models make);
 - `local:NAME`: a GGUF model run by llama.cpp in process, as `AGENTIC_RAG_LLM_LOCAL` runs it.
 
 For each answerer: accuracy (the returned answer holds the known answer), the returned answers
@@ -57,8 +57,8 @@ from agentic_rag.storage.postgres import connect
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.live import serve_in_thread  # noqa: E402
-from tests.test_knowledge_rerankers import ChatDouble  # noqa: E402
+from tests.knowledge.test_knowledge_rerankers import ChatDouble  # noqa: E402
+from tests.support.live import serve_in_thread  # noqa: E402
 
 QUESTIONS = HERE / "questions.json"
 TENANT = "bench"

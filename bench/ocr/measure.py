@@ -6,7 +6,8 @@ run, as the ratio to the reference's on the same page.
 
     .venv/bin/python bench/ocr/measure.py            # writes bench/ocr/results.{json,md}
 
-The pages (tests/ocr_pages.py) are 300 dpi scans of A4 pages of known prose in Bitstream Vera;
+The pages (tests/support/ocr_pages.py) are 300 dpi scans of A4 pages of known prose in
+Bitstream Vera;
 the blurred ones are poor scans of 7 pt print (Gaussian blur of 2.5, 3.5 and 4.5 px at 300 dpi),
 to set the confidence below which a page is named as possibly misread.
 """
@@ -23,7 +24,7 @@ import pypdfium2 as pdfium  # type: ignore[import-untyped]
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agentic_rag.knowledge.sources.pdf import PdfReader
-from tests.ocr_pages import (
+from tests.support.ocr_pages import (
     ScannedPage,
     character_error_rate,
     image_pdf,

@@ -5,8 +5,9 @@ fraction and the character error rate measured.
 
     .venv/bin/python bench/ocr/word_gap.py           # writes bench/ocr/word_gap.{json,md}
 
-Pages: the scans of tests/ocr_pages.py at 6-16 pt, a blurred 7 pt one, and the large-print
-scans of tests/pdf_samples.py (19 pt, with "4711": the gap inside "11" is nearly a word space).
+Pages: the scans of tests/support/ocr_pages.py at 6-16 pt, a blurred 7 pt one, and the
+large-print scans of tests/support/pdf_samples.py (19 pt, with "4711": the gap inside "11" is
+nearly a word space).
 """
 
 import json
@@ -20,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agentic_rag.knowledge.sources import ocr
 from agentic_rag.knowledge.sources.pdf import OCR_DPI
-from tests.ocr_pages import character_error_rate, image_pdf, scanned_page
-from tests.pdf_samples import scanned_pdf
+from tests.support.ocr_pages import character_error_rate, image_pdf, scanned_page
+from tests.support.pdf_samples import scanned_pdf
 
 HERE = Path(__file__).parent
 FRACTIONS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)

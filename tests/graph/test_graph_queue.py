@@ -1,0 +1,222 @@
+"""The graph's durable ingestion: add_memory queues an episode in PostgreSQL and answers at once;
+a worker extracts the namespace's episodes in order, records what each cost (LLM calls, tokens,
+time), and a restart while episodes are queued processes them.
+
+The LLM is `GatedChat`: the test double of a hosted OpenAI-compatible chat API of
+tests/graph/test_graph_llm.py (`RecordedChat`, recorded answers by response schema), whose answers
+wait while its gate is closed, so that a test can see an episode queued or being processed.
+Everything else is real: the product's server, the embedder, PostgreSQL and the embedded
+FalkorDB.
+"""
+
+import asyncio
+import re
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from tests.graph.test_graph_llm import RecordedChat, queued_uuid, until_processed
+from tests.graph.test_graph_skills import Tenant
+from tests.mcp.test_mcp_http import create_keys, new_database
+from tests.support.live import LiveServer, live_server, serve_in_thread
+
+POISON = "POISON"  # an episode whose text holds this is refused by the LLM double
+
+
+class GatedChat(RecordedChat):
+    """RecordedChat (a test double of a hosted LLM) whose answers wait for an open gate, and
+    which refuses, as a hosted API refuses a bad request, any prompt that holds `POISON`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.bodies: list[str] = []  # the user messages asked, in order
+
+    async def _chat(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        self.bodies.append(" ".join(str(m.get("content", "")) for m in body["messages"]))
+        await asyncio.to_thread(self.gate.wait)  # the gate is opened from the test's thread
+        if POISON in self.bodies[-1]:
+            return JSONResponse({"error": {"message": "the prompt was refused"}}, 400)
+        return await super()._chat(request)
+
+
+@pytest.fixture(scope="module")
+def chat() -> Iterator[tuple[GatedChat, str]]:
+    double = GatedChat()
+    with serve_in_thread(double.app()) as url:
+        yield double, f"{url}/v1"
+        double.gate.set()
+
+
+@pytest.fixture(scope="module")
+async def database_url(postgres_dsn: str) -> str:
+    url = await new_database(postgres_dsn)
+    await create_keys(url, "nobody", key=["read"])
+    return url
+
+
+def graph_server(database_url: str, data_dir: Path, chat_url: str) -> Any:
+    return live_server(
+        None,
+        database_url=database_url,
+        data_dir=data_dir,
+        llm_base_url=chat_url,
+        llm_model="recorded-model",
+        graph_ingest_max_attempts=2,
+        graph_ingest_retry_seconds=0,
+    )
+
+
+@pytest.fixture(scope="module")
+async def server(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory, chat: tuple[GatedChat, str]
+) -> AsyncIterator[LiveServer]:
+    with graph_server(database_url, tmp_path_factory.mktemp("graph-queue"), chat[1]) as live:
+        yield live
+
+
+async def new_tenant(server: LiveServer) -> Tenant:
+    name = f"t{uuid.uuid4().hex[:10]}"
+    keys = await create_keys(server.settings.database_url or "", name, key=["read", "write"])
+    return Tenant(name, server, keys["key"])
+
+
+async def add(tenant: Tenant, name: str, body: str, group_id: str) -> str:
+    added = await tenant.result("add_memory", name=name, episode_body=body, group_id=group_id)
+    assert added["message"].startswith(f"Episode '{name}' queued for processing in group")
+    return queued_uuid(added)
+
+
+async def statuses(tenant: Tenant, group_id: str) -> dict[str, str]:
+    found = await tenant.result("get_episodes", group_ids=group_id, max_episodes=50)
+    return {e["uuid"]: e["status"] for e in found["episodes"]}
+
+
+async def until_status(tenant: Tenant, group_id: str, uuid: str, status: str) -> None:
+    for _ in range(1200):
+        if (await statuses(tenant, group_id)).get(uuid) == status:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"episode {uuid} never became {status}")
+
+
+async def test_add_memory_answers_before_extraction_and_the_episode_becomes_searchable(
+    server: LiveServer, chat: tuple[GatedChat, str]
+) -> None:
+    acme = await new_tenant(server)
+    group = f"{acme.name}:news"
+    chat[0].gate.clear()  # the LLM answers nothing until the gate opens
+    try:
+        episode = await add(acme, "Team news", "Alice joined Acme as a rocket engineer.", group)
+        assert (await statuses(acme, group))[episode] in ("queued", "processing")
+        assert (await acme.result("search_memory_facts", query="rocket", group_ids=group))[
+            "facts"
+        ] == []
+    finally:
+        chat[0].gate.set()
+
+    processed = await until_processed(acme, episode, group)
+    assert processed["status"] == "done" and processed["name"] == "Team news"
+    assert processed["llm_calls"] > 0
+    assert processed["prompt_tokens"] == processed["completion_tokens"] == processed["llm_calls"]
+    (fact,) = (await acme.result("search_memory_facts", query="rocket", group_ids=group))["facts"]
+    assert fact["fact"] == "Alice works at Acme as a rocket engineer"
+    assert fact["episodes"] == [episode]  # provenance: the episode it came from
+
+
+async def test_episodes_of_a_namespace_run_in_order_and_get_status_counts_them(
+    server: LiveServer, chat: tuple[GatedChat, str]
+) -> None:
+    acme = await new_tenant(server)
+    group = f"{acme.name}:log"
+    first_body, second_body = "First: Alice visited Acme.", "Second: Alice left Acme."
+    chat[0].gate.clear()
+    try:
+        first = await add(acme, "first", first_body, group)
+        second = await add(acme, "second", second_body, group)
+        await until_status(acme, group, first, "processing")
+        # The second waits for the first: one episode of a namespace at a time, in order.
+        assert (await statuses(acme, group))[second] == "queued"
+        status = await acme.result("get_status")
+        assert f"episodes of {group}: 1 queued, 1 processing, 0 done, 0 failed" in status["message"]
+    finally:
+        chat[0].gate.set()
+
+    done = [await until_processed(acme, uuid, group) for uuid in (first, second)]
+    assert [e["status"] for e in done] == ["done", "done"]
+    asked_second = [i for i, text in enumerate(chat[0].bodies) if second_body in text]
+    asked_first = [
+        i for i, text in enumerate(chat[0].bodies) if first_body in text and second_body not in text
+    ]
+    assert asked_first and asked_second and max(asked_first) < min(asked_second)
+
+    status = (await acme.result("get_status"))["message"]
+    calls = sum(e["llm_calls"] for e in done)
+    assert (
+        f"episodes of {group}: 0 queued, 0 processing, 2 done, 0 failed; {calls} LLM calls, "
+        f"{2 * calls} tokens ({calls} prompt, {calls} completion)" in status
+    )
+
+
+async def test_a_failing_episode_is_retried_then_failed_and_the_next_one_goes(
+    server: LiveServer,
+) -> None:
+    acme = await new_tenant(server)
+    group = f"{acme.name}:mixed"
+    bad = await add(acme, "bad", f"{POISON}: Alice and Acme.", group)
+    good = await add(acme, "good", "Alice joined Acme as a rocket engineer.", group)
+
+    failed = await until_processed(acme, bad, group)
+    assert failed["status"] == "failed" and failed["attempts"] == 2
+    assert failed["error"].startswith("attempt 2: ") and "the prompt was refused" in failed["error"]
+    assert (await until_processed(acme, good, group))["status"] == "done"
+    status = (await acme.result("get_status"))["message"]
+    assert f"episodes of {group}: 0 queued, 0 processing, 1 done, 1 failed;" in status
+    assert f"last error: {failed['error']}" in status
+
+
+async def test_episodes_queued_at_a_restart_are_processed_by_the_next_server(
+    postgres_dsn: str, tmp_path: Path, chat: tuple[GatedChat, str]
+) -> None:
+    database_url = await new_database(postgres_dsn)  # no other server works this queue
+    await create_keys(database_url, "nobody", key=["read"])
+    chat[0].gate.clear()
+    try:
+        with graph_server(database_url, tmp_path, chat[1]) as first_server:
+            acme = await new_tenant(first_server)
+            group = f"{acme.name}:restart"
+            queued = [await add(acme, f"e{i}", f"Alice met Bob, part {i}.", group) for i in (1, 2)]
+            await until_status(acme, group, queued[0], "processing")
+        # The server stopped mid-extraction: its episode went back to the queue.
+    finally:
+        chat[0].gate.set()
+
+    with graph_server(database_url, tmp_path, chat[1]) as second_server:
+        acme = Tenant(acme.name, second_server, acme.key)
+        done = [await until_processed(acme, uuid, group) for uuid in queued]
+        assert [e["status"] for e in done] == ["done", "done"]
+        assert [e["attempts"] for e in done] == [1, 1]  # the interrupted one is not counted
+        facts = await acme.result("search_memory_facts", query="Alice", group_ids=group)
+        assert {episode for fact in facts["facts"] for episode in fact["episodes"]} & set(queued)
+
+
+async def test_the_metrics_count_graph_llm_calls_tokens_and_episode_seconds(
+    server: LiveServer,
+) -> None:
+    keys = await create_keys(server.settings.database_url or "", "ops", key=["admin"])
+    pattern = re.compile(r"^agentic_rag_graph_llm_calls_total\{outcome=\"ok\"\} (\d+)", re.M)
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+        text = (await http.get("/metrics", headers={"X-API-Key": keys["key"]})).text
+    match = pattern.search(text)
+    assert match and int(match.group(1)) > 0, text[:2000]
+    assert 'agentic_rag_graph_llm_tokens_total{kind="prompt"}' in text
+    assert 'agentic_rag_graph_episode_duration_seconds_count{outcome="done"}' in text

@@ -1,0 +1,358 @@
+"""MCP over stdio: `agentic-rag mcp` in-process on a data directory, and bridged to a server.
+
+Every server here is a real process started the way desktop clients start it, driven by the
+official SDK client over its stdin and stdout.
+"""
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from agentic_rag.security.auth import FORBIDDEN
+from agentic_rag.skills.help import HelpInput, HelpOutput
+from conformance.skills import ScriptInput, ScriptOutput
+from tests.mcp.test_mcp_http import (
+    Elicitations,
+    Progress,
+    create_keys,
+    new_database,
+    own_data_dir,
+    text_of,
+    until,
+    watched_registry,
+)
+from tests.support.live import LiveServer, live_server
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = ROOT / ".venv" / "bin"
+
+# The watched skills (tests/mcp/test_mcp_http.py) served in-process over stdio; what they do is
+# appended to the file MCP_TEST_EVENTS names, for the test to read.
+WATCHED_CHILD = """
+import os, sys
+from pathlib import Path
+from agentic_rag.mcp.stdio import run_stdio
+from tests.mcp.test_mcp_http import watched_registry
+
+events = Path(os.environ["MCP_TEST_EVENTS"])
+
+def record(event):
+    with events.open("a") as f:
+        f.write(event + "\\n")
+
+sys.exit(run_stdio(registry=watched_registry(record)))
+"""
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTIC_RAG_")}
+    env.pop("DATABASE_URL", None)
+    return {**env, **extra}
+
+
+# -- in-process -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def data() -> Iterator[Path]:
+    with own_data_dir() as path:
+        yield path
+
+
+async def test_agentic_rag_mcp_serves_the_product_from_a_data_dir(data: Path) -> None:
+    server = StdioServerParameters(
+        command=str(BIN / "agentic-rag"),
+        args=["mcp", "--data-dir", str(data)],
+        env=base_env(),
+    )
+    progress = Progress()
+    async with Client(server, mode="legacy") as client:  # desktop clients do the handshake
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        helped = await client.call_tool("help", {"topic": "help"})
+        ingested = await client.call_tool(
+            "ingest_text",
+            {"text": "Otters hold hands while they sleep.", "title": "Otters"},
+            progress_callback=progress,
+        )
+        found = await client.call_tool("hybrid_retrieve", {"query": "sleeping otters"})
+        (resource,) = (await client.list_resources()).resources
+        (content,) = (await client.read_resource(resource.uri)).contents
+        (prompt,) = (await client.list_prompts()).prompts
+    assert {"help", "hybrid_retrieve", "ingest_text", "ingest_url", "explain_answer"} <= set(tools)
+    assert tools["help"].input_schema == HelpInput.model_json_schema()
+    assert tools["help"].output_schema == HelpOutput.model_json_schema(mode="serialization")
+    assert not helped.is_error
+    assert HelpOutput.model_validate(helped.structured_content).skills[0].name == "help"
+    assert not ingested.is_error and ingested.structured_content is not None
+    assert ingested.structured_content["ingested"] == 1
+    assert found.structured_content is not None
+    assert found.structured_content["hits"][0]["provenance"]["title"] == "Otters"
+    # The ingestion ran as a task of the engine in this process, durable like an A2A one.
+    assert (progress.messages[0] or "").startswith("ingest_text runs as task ")
+    assert resource.title == "Otters"
+    assert isinstance(content, types.TextResourceContents)
+    assert content.text == "Otters hold hands while they sleep."
+    assert prompt.name == "answer_with_citations"
+    assert (data / "postgres").is_dir()  # the engine ran on the embedded database there
+
+
+@dataclass
+class InProcess:
+    database_url: str
+    data_dir: Path
+    events_file: Path
+
+    def client(self, **options: Any) -> Client:
+        server = StdioServerParameters(
+            command=sys.executable,
+            args=["-c", WATCHED_CHILD],
+            env=base_env(
+                DATABASE_URL=self.database_url,
+                AGENTIC_RAG_DATA_DIR=str(self.data_dir),
+                MCP_TEST_EVENTS=str(self.events_file),
+                PYTHONPATH=str(ROOT),
+            ),
+            cwd=str(ROOT),
+        )
+        return Client(server, **options)
+
+    @property
+    def events(self) -> list[str]:
+        return self.events_file.read_text().splitlines() if self.events_file.exists() else []
+
+
+@pytest.fixture(scope="module")
+async def in_process(postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> InProcess:
+    root = tmp_path_factory.mktemp("stdio")
+    return InProcess(await new_database(postgres_dsn), root / "data", root / "events")
+
+
+MODES = pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
+
+
+@MODES
+async def test_in_process_tools_and_calls(in_process: InProcess, mode: str) -> None:
+    progress = Progress()
+    async with in_process.client(mode=mode) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        done = await client.call_tool("script", {"text": "task 3 10"}, progress_callback=progress)
+        failed = await client.call_tool("script", {"text": "fail"})
+        whoami = await client.call_tool("whoami", {})
+    assert tools["script"].input_schema == ScriptInput.model_json_schema()
+    assert tools["script"].output_schema == ScriptOutput.model_json_schema(mode="serialization")
+    assert done.structured_content == {"text": "done after 3 updates"}
+    assert text_of(done) == "done after 3 updates"
+    assert progress.messages == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+    assert failed.is_error
+    assert text_of(failed) == "tool 'script' failed: failed as asked: the message was 'fail'"
+    assert whoami.structured_content == {"tenant": "local"}  # stdio in-process: the owner
+
+
+@MODES
+async def test_in_process_elicitation(in_process: InProcess, mode: str) -> None:
+    # 2025-11-25: an elicitation/create request over the session; 2026-07-28: input_required.
+    elicit = Elicitations({"answer": "yes"}, {"confirm": True})
+    async with in_process.client(mode=mode, elicitation_callback=elicit) as client:
+        asked = await client.call_tool("script", {"text": "ask"})
+        deleted = await client.call_tool("delete", {"target": "drafts"})
+    assert asked.structured_content == {"text": "you said: yes"}
+    assert deleted.structured_content == {"text": "deleted drafts"}
+    assert [q.message for q in elicit.asked] == [
+        "What should I answer? Reply on this task.",
+        "Really delete drafts?",
+    ]
+
+
+async def test_in_process_without_elicitation_says_what_is_missing(
+    in_process: InProcess,
+) -> None:
+    async with in_process.client(mode="legacy") as client:
+        result = await client.call_tool("delete", {"target": "drafts"})
+    assert result.is_error
+    assert text_of(result) == (
+        "tool 'delete' needs input: Really delete drafts? Missing arguments: confirm. It cannot "
+        "ask for them because the client does not support elicitation (form mode); call it "
+        "again with them."
+    )
+
+
+@MODES
+async def test_in_process_cancellation_stops_the_skill(in_process: InProcess, mode: str) -> None:
+    in_process.events_file.unlink(missing_ok=True)
+    async with in_process.client(mode=mode) as client:
+        with anyio.move_on_after(1.0) as scope:
+            await client.call_tool("slow", {"steps": 100, "delay_ms": 100})
+        assert scope.cancelled_caught
+        await until(lambda: "cancelled" in in_process.events)
+        seen = in_process.events
+        await anyio.sleep(0.5)
+        assert in_process.events == seen and "finished" not in seen
+        assert 1 <= seen.count("cancelled") == 1 and len(seen) < 50
+
+
+# -- bridged to a running server --------------------------------------------------------
+
+
+@dataclass
+class Bridged:
+    server: LiveServer
+    keys: dict[str, str]
+    events: list[str] = field(default_factory=list)
+
+    def client(self, key: str = "both", **options: Any) -> Client:
+        # Exactly what a desktop client's config gives the process (docs/clients.md).
+        server = StdioServerParameters(
+            command=str(BIN / "agentic-rag-mcp"),
+            env=base_env(AGENTIC_RAG_URL=self.server.url, AGENTIC_RAG_API_KEY=self.keys[key]),
+        )
+        return Client(server, **options)
+
+
+@pytest.fixture(scope="module")
+async def bridged(
+    postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Bridged]:
+    """A server requiring credentials, with keys of tenant `acme`."""
+    database_url = await new_database(postgres_dsn)
+    keys = await create_keys(database_url, "acme", both=["read", "write"], read=["read"])
+    events: list[str] = []
+    with live_server(
+        watched_registry(events.append),
+        database_url=database_url,
+        data_dir=tmp_path_factory.mktemp("bridged"),
+    ) as server:
+        yield Bridged(server, keys, events)
+
+
+@MODES
+async def test_the_bridge_forwards_tools_and_calls(bridged: Bridged, mode: str) -> None:
+    progress = Progress()
+    async with bridged.client(mode=mode) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        done = await client.call_tool("script", {"text": "task 3 10"}, progress_callback=progress)
+        failed = await client.call_tool("script", {"text": "fail"})
+        whoami = await client.call_tool("whoami", {})
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("nope", {})
+    assert tools["script"].input_schema == ScriptInput.model_json_schema()
+    assert done.structured_content == {"text": "done after 3 updates"}
+    assert text_of(done) == "done after 3 updates"
+    assert progress.messages == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+    assert failed.is_error
+    assert text_of(failed) == "tool 'script' failed: failed as asked: the message was 'fail'"
+    assert whoami.structured_content == {"tenant": "acme"}  # the API key's tenant
+    assert unknown.value.code == types.INVALID_PARAMS
+
+
+@MODES
+async def test_the_bridge_passes_questions_to_the_client(bridged: Bridged, mode: str) -> None:
+    elicit = Elicitations({"answer": "bridged"}, {"confirm": True})
+    async with bridged.client(mode=mode, elicitation_callback=elicit) as client:
+        asked = await client.call_tool("script", {"text": "ask"})
+        deleted = await client.call_tool("delete", {"target": "drafts"})
+    assert asked.structured_content == {"text": "you said: bridged"}
+    assert deleted.structured_content == {"text": "deleted drafts"}
+    assert [q.message for q in elicit.asked] == [
+        "What should I answer? Reply on this task.",
+        "Really delete drafts?",
+    ]
+
+
+async def test_the_bridge_without_elicitation_says_what_is_missing(bridged: Bridged) -> None:
+    async with bridged.client(mode="legacy") as client:
+        result = await client.call_tool("delete", {"target": "drafts"})
+    assert result.is_error
+    assert text_of(result) == (
+        "tool 'delete' needs input: Really delete drafts? Missing arguments: confirm. It cannot "
+        "ask for them because the client does not support elicitation (form mode); call it "
+        "again with them."
+    )
+
+
+@MODES
+async def test_the_bridge_cancels_the_call_on_the_server(bridged: Bridged, mode: str) -> None:
+    bridged.events.clear()
+    async with bridged.client(mode=mode) as client:
+        with anyio.move_on_after(1.0) as scope:
+            await client.call_tool("slow", {"steps": 100, "delay_ms": 100})
+        assert scope.cancelled_caught
+        await until(lambda: "cancelled" in bridged.events)
+        seen = list(bridged.events)
+        await anyio.sleep(0.5)
+    assert bridged.events == seen and "finished" not in seen and len(seen) < 50
+
+
+async def test_the_bridge_forwards_resources_and_prompts(bridged: Bridged) -> None:
+    # The watched skills have no knowledge engine: no documents, no prompt, and upstream's
+    # refusals come back as they are.
+    async with bridged.client(mode="legacy") as client:
+        resources = await client.list_resources()
+        templates = await client.list_resource_templates()
+        prompts = await client.list_prompts()
+        with pytest.raises(MCPError) as unread:
+            await client.read_resource("agentic-rag://documents/nope")
+        with pytest.raises(MCPError) as unknown:
+            await client.get_prompt("answer_with_citations", {"question": "why?"})
+    assert (resources.resources, templates.resource_templates, prompts.prompts) == ([], [], [])
+    assert unread.value.code == unknown.value.code == types.INVALID_PARAMS
+    assert unread.value.message == "unknown resource 'agentic-rag://documents/nope'"
+    assert unknown.value.message == (
+        "unknown prompt 'answer_with_citations'; this server has: none"
+    )
+
+
+async def test_the_bridge_passes_on_a_missing_scope(bridged: Bridged) -> None:
+    async with bridged.client(key="read", mode="legacy") as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("whoami", {})
+    assert raised.value.code == FORBIDDEN
+    assert raised.value.message == "this credential lacks the scope 'write' that tools/call needs"
+
+
+async def test_the_bridge_outlives_its_server(database_url: str, tmp_path: Path) -> None:
+    registry = watched_registry(lambda event: None)
+    with ExitStack() as server:
+        running = server.enter_context(
+            live_server(registry, database_url=database_url, data_dir=tmp_path / "data")
+        )
+        bridge = StdioServerParameters(
+            command=str(BIN / "agentic-rag-mcp"), env=base_env(AGENTIC_RAG_URL=running.url)
+        )
+        async with Client(bridge, mode="legacy") as client:
+            assert (await client.call_tool("whoami", {})).structured_content == {"tenant": "local"}
+            server.close()  # the server stops; the bridge goes on
+            with anyio.fail_after(30), pytest.raises(MCPError) as gone:
+                await client.call_tool("whoami", {})
+            # Still there, and says so again rather than hanging.
+            with anyio.fail_after(30), pytest.raises(MCPError):
+                await client.list_tools()
+    assert gone.value.code == types.INTERNAL_ERROR
+    assert gone.value.message.startswith(f"agentic-rag at {running.url}/mcp did not answer: ")
+
+
+def test_the_bridge_says_at_start_when_the_server_refuses_it(bridged: Bridged) -> None:
+    env = base_env(AGENTIC_RAG_URL=bridged.server.url, AGENTIC_RAG_API_KEY="not-a-key")
+    done = subprocess.run(
+        [str(BIN / "agentic-rag-mcp")],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""  # stdout is the protocol: nothing but MCP goes there
+    assert f"agentic-rag mcp: cannot serve with agentic-rag at {bridged.server.url}/mcp" in (
+        done.stderr
+    )
