@@ -59,10 +59,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import knowledge_corpus as corpus
 
 from agentic_rag.config import Settings
+from agentic_rag.embedding.embedders import MODEL_NAME, LocalEmbedder
 from agentic_rag.graph.clients import GraphEmbedder
 from agentic_rag.graph.namespaces import Namespace
 from agentic_rag.graph.service import GraphService
-from agentic_rag.knowledge.embeddings import MODEL_NAME, LocalEmbedder
 
 RESULTS = Path(__file__).resolve().parent / "results"
 QUERIES = 100

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import knowledge_scale as scale
 from knowledge_scale import corpus
 
+from agentic_rag.embedding.embedders import LocalEmbedder
 from agentic_rag.knowledge.chunking import Chunker, embedding_text
-from agentic_rag.knowledge.embeddings import LocalEmbedder
 from agentic_rag.knowledge.sources.markdown import markdown_sections
 from agentic_rag.storage.embedded import EmbeddedPostgres
 

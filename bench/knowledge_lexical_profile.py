@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import knowledge_scale as ks
 
-from agentic_rag.knowledge.embeddings import DIMENSION, MODEL_NAME, LocalEmbedder
+from agentic_rag.embedding.embedders import DIMENSION, MODEL_NAME, LocalEmbedder
 from agentic_rag.knowledge.store import KnowledgeStore
 from agentic_rag.knowledge.store.search import Filters
 from agentic_rag.storage.embedded import EmbeddedPostgres

@@ -39,10 +39,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import knowledge_corpus as corpus
 
+from agentic_rag.embedding.embedders import DIMENSION, MODEL_NAME, LocalEmbedder
 from agentic_rag.knowledge import bm25
 from agentic_rag.knowledge.chunking import Chunker, embedding_text
 from agentic_rag.knowledge.documents import SECTION_SEPARATOR, ExtractedDocument
-from agentic_rag.knowledge.embeddings import DIMENSION, MODEL_NAME, LocalEmbedder
 from agentic_rag.knowledge.retrieval import Retrieval, RetrievalConfig
 from agentic_rag.knowledge.sources.markdown import markdown_sections
 from agentic_rag.knowledge.store import KnowledgeStore

@@ -23,8 +23,8 @@ from typing import Any
 import corpus
 import numpy as np
 
+from agentic_rag.embedding.embedders import LocalEmbedder
 from agentic_rag.knowledge.documents import ExtractedDocument
-from agentic_rag.knowledge.embeddings import LocalEmbedder
 from agentic_rag.knowledge.sources.markdown import markdown_sections
 
 WINDOW_WORDS = 150

@@ -45,13 +45,13 @@ import plain  # noqa: E402
 import report  # noqa: E402
 
 from agentic_rag.config import Settings  # noqa: E402
+from agentic_rag.embedding.embedders import LocalEmbedder  # noqa: E402
 from agentic_rag.knowledge.chunking import (  # noqa: E402
     Chunker,
     document_embedding_text,
     embedding_text,
 )
 from agentic_rag.knowledge.documents import Chunk, ExtractedDocument  # noqa: E402
-from agentic_rag.knowledge.embeddings import LocalEmbedder  # noqa: E402
 from agentic_rag.knowledge.fusion import Fused, Ranked, convex, rrf  # noqa: E402
 from agentic_rag.knowledge.rerank import mmr  # noqa: E402
 from agentic_rag.knowledge.retrieval import Retrieval, RetrievalConfig  # noqa: E402

@@ -378,7 +378,7 @@ def _embedding_model(settings: Settings) -> Result:
         return Result(
             "models", "ok", f"embeddings by {settings.embedding_model} at {settings.embedding_url}"
         )
-    from agentic_rag.knowledge.embeddings import (
+    from agentic_rag.embedding.embedders import (
         MODEL_NAME,
         ONNX_SHA256,
         TOKENIZER_SHA256,
@@ -386,7 +386,7 @@ def _embedding_model(settings: Settings) -> Result:
         default_tokenizer_path,
         verify_sha256,
     )
-    from agentic_rag.knowledge.errors import EmbeddingError
+    from agentic_rag.embedding.errors import EmbeddingError
 
     try:
         verify_sha256(default_model_path(), ONNX_SHA256)

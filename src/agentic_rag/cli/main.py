@@ -21,7 +21,8 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_settings import SettingsError
 
 from agentic_rag.config import Settings, env_name, setting_errors
-from agentic_rag.knowledge.errors import EmbeddingError, EmbeddingModelMismatch
+from agentic_rag.embedding.errors import EmbeddingError
+from agentic_rag.knowledge.errors import EmbeddingModelMismatch
 from agentic_rag.security.api_keys import ApiKeyStore, check_tenant, checked_scopes
 from agentic_rag.storage.embedded import EmbeddedPostgresError
 

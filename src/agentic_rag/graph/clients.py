@@ -19,8 +19,8 @@ from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
 from graphiti_core.prompts.models import Message
 from pydantic import BaseModel
 
+from agentic_rag.embedding.embedders import Embedder
 from agentic_rag.graph.cost import MeteredOpenAI
-from agentic_rag.knowledge.embeddings import Embedder
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.skills import SkillError

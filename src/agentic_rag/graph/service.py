@@ -41,6 +41,7 @@ from graphiti_core.utils.bulk_utils import add_nodes_and_edges_bulk
 from graphiti_core.utils.maintenance.graph_data_operations import clear_data
 
 from agentic_rag.config import Settings
+from agentic_rag.embedding.embedders import Embedder
 from agentic_rag.graph.clients import (
     FusionOrder,
     GraphEmbedder,
@@ -70,7 +71,6 @@ from agentic_rag.graph.results import (
     parse_time,
 )
 from agentic_rag.graph.search import use_fact_index
-from agentic_rag.knowledge.embeddings import Embedder
 from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.skills import SkillError
 

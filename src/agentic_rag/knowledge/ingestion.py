@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import numpy as np
 
+from agentic_rag.embedding.embedders import Embedder, Vectors
 from agentic_rag.knowledge.chunking import Chunker, document_embedding_text, embedding_text
 from agentic_rag.knowledge.documents import ExtractedDocument
-from agentic_rag.knowledge.embeddings import Embedder, Vectors
 from agentic_rag.knowledge.jobs import Job, JobStore
 from agentic_rag.knowledge.results import IngestedDocument, IngestSummary
 from agentic_rag.knowledge.store import KnowledgeStore

@@ -13,12 +13,12 @@ still fits the model (chunking.titled_prefix). Each document gets its own vector
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agentic_rag.embedding.embedders import Embedder
 from agentic_rag.knowledge.chunking import (
     EMBEDDING_RECIPE,
     document_embedding_text,
     titled_prefix,
 )
-from agentic_rag.knowledge.embeddings import Embedder
 from agentic_rag.knowledge.store import KnowledgeStore
 from agentic_rag.knowledge.store.spaces import ChunkToEmbed, Space
 

@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from agentic_rag.embedding.embedders import Embedder
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge import answers
-from agentic_rag.knowledge.embeddings import Embedder
 from agentic_rag.knowledge.fusion import Fused, FusionMethod, Ranked, fuse
 from agentic_rag.knowledge.rerank import CrossEncoder, llm_grades, mmr
 from agentic_rag.knowledge.results import (

@@ -19,9 +19,9 @@ import asyncpg
 from youtube_transcript_api.proxies import GenericProxyConfig
 
 from agentic_rag.config import Settings
+from agentic_rag.embedding.embedders import DIMENSION, MODEL_NAME, Embedder, build_embedder
 from agentic_rag.knowledge.chunking import Chunker
 from agentic_rag.knowledge.documents import ExtractedDocument
-from agentic_rag.knowledge.embeddings import DIMENSION, MODEL_NAME, Embedder, build_embedder
 from agentic_rag.knowledge.ingestion import Ingestion, JobRun, derived_title
 from agentic_rag.knowledge.jobs import JobFrontier, JobStore
 from agentic_rag.knowledge.rerank import CrossEncoder

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tokenizers import Tokenizer
 
-from agentic_rag.knowledge.errors import EmbeddingError
+from agentic_rag.embedding.errors import EmbeddingError
 
 Vectors = npt.NDArray[np.float32]
 

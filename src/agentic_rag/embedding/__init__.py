@@ -1,0 +1,1 @@
+"""Text embeddings, below the knowledge engine and the graph that both embed text."""
