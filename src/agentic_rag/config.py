@@ -22,6 +22,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from agentic_rag.hosts import allow_list_entry
+
 DEFAULT_DATA_DIR = Path("data")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
 StructuredOutput = Literal["json_schema", "json_object"]
@@ -337,10 +339,9 @@ class Settings(BaseSettings):
     )
     @classmethod
     def _hosts_are_hosts(cls, value: list[str]) -> list[str]:
-        from agentic_rag.security.ssrf import SSRFGuard  # its rules for the entries
-
         try:
-            SSRFGuard(value)
+            for entry in value:
+                allow_list_entry(entry)  # the SSRF guard's rules (hosts.py)
         except ValueError as exc:
             raise ValueError(f"{exc}; expected {HOST_LIST_FORMAT}") from None
         return value

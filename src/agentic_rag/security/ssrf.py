@@ -16,8 +16,9 @@ from typing import Any
 
 import httpx
 
+from agentic_rag.hosts import IPNetwork, allow_list_entry, is_host_name
+
 type IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-type IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 MAX_REDIRECTS = 5
 
@@ -33,7 +34,6 @@ _UNIQUE_LOCAL = ipaddress.IPv6Network("fc00::/7")
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
 
-_LABEL = re.compile(r"[a-z0-9_-]{1,63}")
 _DIGITS = {10: re.compile(r"[0-9]+"), 16: re.compile(r"[0-9a-f]*"), 8: re.compile(r"[0-7]+")}
 
 
@@ -102,16 +102,11 @@ class SSRFGuard:
         self._allowed_hosts: set[str] = set()
         self._allowed_networks: list[IPNetwork] = []
         for entry in allow:
-            item = entry.strip().lower().rstrip(".")
-            try:
-                self._allowed_networks.append(ipaddress.ip_network(item, strict=False))
-            except ValueError:
-                if not _is_host_name(item):
-                    raise ValueError(
-                        f"SSRF allow-list entry {entry!r} is neither an address, a network "
-                        "nor a host name"
-                    ) from None
-                self._allowed_hosts.add(item)
+            allowed = allow_list_entry(entry)
+            if isinstance(allowed, str):
+                self._allowed_hosts.add(allowed)
+            else:
+                self._allowed_networks.append(allowed)
 
     def check_shape(self, url: str) -> None:
         """Check what can be checked without DNS; raise UnsafeURLError if the URL is refused."""
@@ -247,7 +242,7 @@ class SSRFGuard:
         literal = _literal_ip(host)
         if literal is not None:
             self._check_address(literal, host)
-        elif not _is_host_name(host.removesuffix(".")):
+        elif not is_host_name(host.removesuffix(".")):
             raise UnsafeURLError("malformed host name", host=host)
         return host, port, literal
 
@@ -361,10 +356,6 @@ def _ipv4_number(part: str) -> int | None:
     if not _DIGITS[radix].fullmatch(part.lower()):
         return None
     return int(part, radix) if part else 0
-
-
-def _is_host_name(host: str) -> bool:
-    return 0 < len(host) <= 253 and all(_LABEL.fullmatch(label) for label in host.split("."))
 
 
 def _redirect_method(method: str, status: int) -> str:
