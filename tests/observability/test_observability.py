@@ -34,6 +34,7 @@ from agentic_rag.observability.logging import (
     resolve_format,
 )
 from agentic_rag.security.api_keys import ApiKeyStore
+from agentic_rag.skills.metering import SkillCall
 from agentic_rag.storage.embedded import EmbeddedPostgres
 from conformance.skills import conformance_registry
 from tests.support.live import free_port, live_server
@@ -521,9 +522,9 @@ async def test_the_hooks_record_into_the_bound_metrics_only() -> None:
         observed.record_rate_limited("api-key")
         observed.record_rate_limited("jwt")
         observed.record_rate_limited("api-key")
-        with pytest.raises(ValueError), observed.skill_call("search", "mcp"):
+        with pytest.raises(ValueError), SkillCall("search", "mcp"):
             raise ValueError("boom")
-        with observed.skill_call("search", "mcp"):
+        with SkillCall("search", "mcp"):
             pass
     finally:
         observed.unbind(token)

@@ -14,8 +14,8 @@ from agentic_rag.knowledge.results import SearchHit, SearchResult
 from agentic_rag.mcp.access import Context, PrincipalFor, require
 from agentic_rag.mcp.client_log import LogLevels
 from agentic_rag.mcp.context import McpSkillContext, ProgressSteps
-from agentic_rag.observability import metrics as observed
 from agentic_rag.skills import SkillError, SkillRegistry
+from agentic_rag.skills.metering import SkillCall
 
 NAME = "answer_with_citations"
 RETRIEVER = "hybrid_retrieve"
@@ -112,7 +112,7 @@ class CitationPrompt:
         steps = ProgressSteps(ctx.session.report_progress, self._levels.for_request(ctx), NAME)
         context = McpSkillContext(principal.tenant, [question], steps)
         try:
-            with observed.skill_call(skill.name, "mcp"):
+            with SkillCall(skill.name, "mcp"):
                 result = await skill.handler(context, args)
         except SkillError as exc:
             raise MCPError(types.INTERNAL_ERROR, f"prompt {NAME!r}: {exc}") from None

@@ -49,9 +49,9 @@ from agentic_rag.mcp.prompts import CitationPrompt
 from agentic_rag.mcp.resources import DocumentResources, KnowledgeFor
 from agentic_rag.mcp.subscriptions import DocumentSubscriptions, TenantListen
 from agentic_rag.mcp.tasks import EXECUTION, McpTasks, TaskServer
-from agentic_rag.observability import metrics as observed
 from agentic_rag.security.principal import Principal
 from agentic_rag.skills import InputRequired, Skill, SkillError, SkillRegistry
+from agentic_rag.skills.metering import SkillCall
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +252,7 @@ class SkillTools:
     ) -> BaseModel:
         args = validate_arguments(skill, gathered.arguments)
         # Counted like A2A's calls (docs/operations.md: agentic_rag_skill_calls_total).
-        with observed.skill_call(skill.name, "mcp"):
+        with SkillCall(skill.name, "mcp"):
             output = await skill.handler(McpSkillContext(tenant, gathered.texts, steps), args)
         if not isinstance(output, skill.output_model):
             raise TypeError(f"{skill.name} returned {type(output).__name__}, not its output model")

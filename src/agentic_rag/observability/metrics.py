@@ -11,12 +11,8 @@ Label values are bounded: routes are templates, JSON-RPC methods are the known o
 ones are counted as `<unknown>`), skills come from the registry.
 """
 
-import asyncio
 import os
-import time
-from collections.abc import Sequence
 from contextvars import ContextVar, Token
-from types import TracebackType
 from typing import Any, Final
 
 from prometheus_client import (
@@ -28,9 +24,6 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.multiprocess import MultiProcessCollector
-
-from agentic_rag.schema.a2a import Task, TaskStatusUpdateEvent
-from agentic_rag.skills import InputRequired, SkillError
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 # Set (by `agentic-rag serve --workers N`) before the workers start: their counts go to files
@@ -141,66 +134,6 @@ class Metrics:
         MultiProcessCollector(workers, path=self._shared_dir)  # type: ignore[no-untyped-call]
         return generate_latest(workers)
 
-    # -- recording -------------------------------------------------------------------------
-
-    def record_task_events(self, previous: Task | None, events: Sequence[object]) -> None:
-        """Count the states `events` move a task into, starting from `previous`."""
-        state = previous.status.state if previous is not None else None
-        for event in events:
-            if not isinstance(event, Task | TaskStatusUpdateEvent):
-                continue  # messages and artifacts do not change the state
-            new = event.status.state
-            if new is not state:
-                self.child(self.task_transitions, new.value).inc()
-            state = new
-
-    def skill_call(self, skill: str, protocol: str) -> "SkillCall":
-        return SkillCall(self, skill, protocol)
-
-
-class SkillCall:
-    """Times one skill call and counts its outcome; a context manager (sync, usable in async code).
-
-    The outcome is read from the exception leaving the block: none is `ok`, `InputRequired` is
-    `input_required`, `SkillError` is `error`, cancellation is `canceled`, anything else
-    `exception`. Exceptions are never swallowed.
-    """
-
-    def __init__(self, metrics: Metrics | None, skill: str, protocol: str) -> None:
-        self._metrics, self._skill, self._protocol = metrics, skill, protocol
-        self._started = 0.0
-
-    def __enter__(self) -> "SkillCall":
-        self._started = time.perf_counter()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._metrics is None:
-            return
-        elapsed = time.perf_counter() - self._started
-        outcome = skill_outcome(exc)
-        self._metrics.child(self._metrics.skill_calls, self._skill, self._protocol, outcome).inc()
-        self._metrics.child(self._metrics.skill_duration, self._skill, self._protocol).observe(
-            elapsed
-        )
-
-
-def skill_outcome(exc: BaseException | None) -> str:
-    if exc is None:
-        return "ok"
-    if isinstance(exc, InputRequired):
-        return "input_required"
-    if isinstance(exc, SkillError):
-        return "error"
-    if isinstance(exc, asyncio.CancelledError):
-        return "canceled"
-    return "exception"
-
 
 # -- the metrics bound to the current context --------------------------------------------------
 
@@ -247,13 +180,17 @@ def record_graph_episode(outcome: str, seconds: float) -> None:
         metrics.child(metrics.graph_episode_duration, outcome).observe(seconds)
 
 
-def record_task_events(previous: Task | None, events: Sequence[object]) -> None:
-    """A task is about to go through `events` from `previous` (None: it is being created)."""
+def record_task_state(state: str) -> None:
+    """A task moved into `state` (its A2A state's name: working, completed...)."""
     metrics = _CURRENT.get()
     if metrics is not None:
-        metrics.record_task_events(previous, events)
+        metrics.child(metrics.task_transitions, state).inc()
 
 
-def skill_call(skill: str, protocol: str) -> SkillCall:
-    """`with skill_call("search", "mcp"): ...` times the block as one call of the skill."""
-    return SkillCall(_CURRENT.get(), skill, protocol)
+def record_skill_call(skill: str, protocol: str, outcome: str, seconds: float) -> None:
+    """One call of `skill` over `protocol` ended with `outcome` (skills/metering.py names it)
+    after `seconds`."""
+    metrics = _CURRENT.get()
+    if metrics is not None:
+        metrics.child(metrics.skill_calls, skill, protocol, outcome).inc()
+        metrics.child(metrics.skill_duration, skill, protocol).observe(seconds)

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from agentic_rag.ids import new_id
-from agentic_rag.observability import metrics as observed
 from agentic_rag.schema.a2a import (
     Artifact,
     Role,
@@ -14,6 +13,7 @@ from agentic_rag.schema.a2a import (
     TaskState,
 )
 from agentic_rag.skills import InputRequired, SkillError
+from agentic_rag.skills.metering import SkillCall
 from agentic_rag.tasks import states
 from agentic_rag.tasks.parts import agent_text, data_part, text_of, text_part
 from agentic_rag.tasks.service import ActiveTask, TaskService, WorkQueue
@@ -126,7 +126,7 @@ class Runner:
         skill = invocation.skill
         try:
             arguments = invocation.validate()
-            with observed.skill_call(skill.name, "a2a"):
+            with SkillCall(skill.name, "a2a"):
                 output = await skill.handler(TaskSkillContext(service, active), arguments)
             if not isinstance(output, skill.output_model):
                 raise TypeError(f"skill {skill.name} returned {type(output).__name__}")

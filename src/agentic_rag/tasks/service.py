@@ -197,9 +197,11 @@ class TaskService:
     def emit(self, active: ActiveTask, *events: states.TaskEvent) -> asyncio.Future[None]:
         """Apply `events` to the task and journal them; the future resolves once durable."""
         logged = []
-        observed.record_task_events(active.task if active.last_seq else None, events)
         for event in events:
+            before = active.task.status.state if active.last_seq else None
             active.task = states.apply(active.task if active.last_seq else None, event)
+            if active.task.status.state is not before:  # messages and artifacts change none
+                observed.record_task_state(active.task.status.state.value)
             active.last_seq += 1
             logged.append(serialize(event, active.last_seq))
         active.journaled = TaskWrite(active.tenant, active.task, active.last_seq, logged)
