@@ -25,6 +25,12 @@ import numpy as np
 from agentic_rag.embedding.embedders import Embedder, Vectors
 from agentic_rag.knowledge.chunking import Chunker, document_embedding_text, embedding_text
 from agentic_rag.knowledge.documents import ExtractedDocument
+from agentic_rag.knowledge.errors import (
+    IngestionJobFailed,
+    KnowledgeError,
+    NoTextToIndex,
+    NothingIngested,
+)
 from agentic_rag.knowledge.jobs import Job, JobStore
 from agentic_rag.knowledge.results import IngestedDocument, IngestSummary
 from agentic_rag.knowledge.store import KnowledgeStore
@@ -36,7 +42,6 @@ from agentic_rag.knowledge.store.documents import (
 )
 from agentic_rag.knowledge.store.sources import SourceRef
 from agentic_rag.knowledge.store.spaces import Space
-from agentic_rag.skills import SkillError
 
 if TYPE_CHECKING:
     from agentic_rag.graph.documents import DocumentGraph
@@ -51,10 +56,6 @@ FOLLOW_SECONDS = 0.5
 EMBED_BATCH = 128
 # The longest title derived from a text sent without one.
 DERIVED_TITLE_CHARS = 80
-
-
-class NothingIngested(SkillError):
-    """The job found nothing to store: the message says what happened to each input."""
 
 
 @dataclass
@@ -115,7 +116,7 @@ class Ingestion:
         )
         try:
             await body(run)
-        except SkillError as exc:
+        except KnowledgeError as exc:
             await self._jobs.finish(
                 tenant,
                 job.id,
@@ -145,7 +146,7 @@ class Ingestion:
         while True:
             job = await self._jobs.get(tenant, job_id)
             if job is None:
-                raise SkillError(f"job {job_id} disappeared")
+                raise IngestionJobFailed(f"job {job_id} disappeared")
             if job.state != "running":
                 return self._settled(job)
             message = job.progress.get("message")
@@ -169,7 +170,8 @@ class Ingestion:
     def _settled(job: Job) -> IngestSummary:
         if job.state == "completed" and job.summary is not None:
             return IngestSummary.model_validate(job.summary)
-        raise SkillError(f"ingestion job {job.id} {job.state}: {job.error or 'no reason given'}")
+        reason = job.error or "no reason given"
+        raise IngestionJobFailed(f"ingestion job {job.id} {job.state}: {reason}")
 
     async def store_document(
         self,
@@ -210,7 +212,7 @@ class Ingestion:
                 self._chunker.chunk, document.sections, title=document.title
             )
             if not chunks:
-                raise SkillError(f"{document.uri}: no text to index")
+                raise NoTextToIndex(f"{document.uri}: no text to index")
             texts = [embedding_text(c) for c in chunks]
             texts.append(document_embedding_text(document.title, document.text))
             vectors = await self._embed(run, document.uri, texts)

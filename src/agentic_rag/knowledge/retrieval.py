@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agentic_rag.embedding.embedders import Embedder
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge import answers
+from agentic_rag.knowledge.errors import InvalidRequest
 from agentic_rag.knowledge.fusion import Fused, FusionMethod, Ranked, fuse
 from agentic_rag.knowledge.rerank import CrossEncoder, llm_grades, mmr
 from agentic_rag.knowledge.results import (
@@ -37,7 +38,6 @@ from agentic_rag.knowledge.store.search import Filters, Hit
 from agentic_rag.knowledge.store.spaces import Space
 from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.llm.chat import OpenAIChat
-from agentic_rag.skills import SkillError
 
 if TYPE_CHECKING:
     from agentic_rag.graph.documents import DocumentGraph, GraphRetrieval
@@ -127,7 +127,7 @@ class Retrieval:
         answer: bool = False,
     ) -> SearchResult:
         if reranker is not None and reranker not in self.available_rerankers():
-            raise SkillError(
+            raise InvalidRequest(
                 f"reranker {reranker!r} is not available here; available: "
                 f"{', '.join(self.available_rerankers())}"
                 + (
@@ -139,7 +139,7 @@ class Retrieval:
                 )
             )
         if not query.strip():
-            raise SkillError("the query is empty")
+            raise InvalidRequest("the query is empty")
         config, clock = self.config, Stopwatch()
         width = max(config.candidates, top_k)
         # `rrf` as a reranker asks for reciprocal rank fusion instead of the default fusion.

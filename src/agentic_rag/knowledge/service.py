@@ -22,6 +22,7 @@ from agentic_rag.config import Settings
 from agentic_rag.embedding.embedders import DIMENSION, MODEL_NAME, Embedder, build_embedder
 from agentic_rag.knowledge.chunking import Chunker
 from agentic_rag.knowledge.documents import ExtractedDocument
+from agentic_rag.knowledge.errors import InvalidRequest, NoTextToIndex, NotFound, Unreadable
 from agentic_rag.knowledge.ingestion import Ingestion, JobRun, derived_title
 from agentic_rag.knowledge.jobs import JobFrontier, JobStore
 from agentic_rag.knowledge.rerank import CrossEncoder
@@ -73,7 +74,6 @@ from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
-from agentic_rag.skills import SkillError
 
 if TYPE_CHECKING:
     from agentic_rag.graph.documents import DocumentGraph
@@ -117,6 +117,7 @@ class KnowledgeService:
     ) -> None:
         self.settings = settings
         self.chat = chat
+        self.embedder = embedder_from(settings)  # loaded by `start`; the graph shares it
         self.store = KnowledgeStore(pool)
         self.jobs = JobStore(pool)
         self.trajectories = TrajectoryStore(pool)
@@ -126,10 +127,9 @@ class KnowledgeService:
 
     async def start(self) -> None:
         settings = self.settings
-        embedder = embedder_from(settings)
+        embedder = self.embedder
         self._stack.push_async_callback(embedder.aclose)
         await embedder.start()
-        self.embedder = embedder
         self.space = await self.store.open_space(embedder.name, embedder.dimension)
         llm = None
         if self.chat is not None:
@@ -185,7 +185,7 @@ class KnowledgeService:
         metadata: dict[str, Any],
     ) -> IngestSummary:
         if not text.strip():
-            raise SkillError("the text is empty")
+            raise InvalidRequest("the text is empty")
         title = title.strip() or derived_title(text)
 
         async def body(run: JobRun) -> None:
@@ -209,7 +209,7 @@ class KnowledgeService:
     ) -> IngestSummary:
         settings = self.settings
         if request.max_pages > settings.ingest_max_pages:
-            raise SkillError(
+            raise InvalidRequest(
                 f"max_pages is at most {settings.ingest_max_pages} "
                 "(the setting AGENTIC_RAG_INGEST_MAX_PAGES)"
             )
@@ -226,9 +226,9 @@ class KnowledgeService:
             )
             self.guard.check_shape(request.url)
         except UnsafeURLError as exc:
-            raise SkillError(f"{exc}{exc.hint(ALLOW_PRIVATE_SETTING)}") from None
+            raise InvalidRequest(f"{exc}{exc.hint(ALLOW_PRIVATE_SETTING)}") from None
         except ValueError as exc:
-            raise SkillError(str(exc)) from None
+            raise InvalidRequest(str(exc)) from None
 
         async def body(run: JobRun) -> None:
             run.source = SourceRef("url", request.url, "", request.metadata)
@@ -298,7 +298,7 @@ class KnowledgeService:
                     last_modified=outcome.validators.last_modified,
                     links=outcome.links,
                 )
-            except SkillError as exc:  # a page with nothing to index
+            except NoTextToIndex as exc:
                 _note_outcome(summary, "skipped", outcome.url, str(exc))
                 await self.jobs.page_done(tenant, job_id, outcome.url, "skipped", reason=str(exc))
                 return
@@ -340,7 +340,7 @@ class KnowledgeService:
                     last_modified=outcome.validators.last_modified,
                     links=outcome.links,
                 )
-            except SkillError:  # nothing left to index: the page stays as first stored
+            except NoTextToIndex:  # the page stays as first stored
                 continue
             summary.ingested, summary.unchanged, summary.chunks = counts[:3]
             del summary.documents[counts[3] :]
@@ -368,7 +368,7 @@ class KnowledgeService:
     ) -> IngestSummary:
         given = [name for name, value in (("data", data), ("url", url), ("path", path)) if value]
         if len(given) != 1:
-            raise SkillError("give exactly one of data (base64), url or path")
+            raise InvalidRequest("give exactly one of data (base64), url or path")
         arguments = {
             "sha256": hashlib.sha256((data or "").encode()).hexdigest() if data else None,
             "url": url,
@@ -393,17 +393,17 @@ class KnowledgeService:
         limit = self.settings.ingest_max_bytes
         if data is not None:
             if len(data) > limit * 4 // 3 + 4:
-                raise SkillError(f"the PDF is larger than {limit} bytes")
+                raise InvalidRequest(f"the PDF is larger than {limit} bytes")
             try:
                 return base64.b64decode(data, validate=True), filename or "document.pdf"
             except binascii.Error:
-                raise SkillError("data is not valid base64") from None
+                raise InvalidRequest("data is not valid base64") from None
         if url is not None:
             try:
                 async with Fetcher(self.guard, self._fetch_limits()) as fetcher:
                     resource = await fetcher.fetch(url, accept=frozenset({PDF}))
             except (FetchError, ValueError) as exc:
-                raise SkillError(f"cannot fetch {url}: {exc}") from None
+                raise Unreadable(f"cannot fetch {url}: {exc}") from None
             assert isinstance(resource, Resource)
             return resource.body, resource.final_url
         assert path is not None
@@ -412,18 +412,18 @@ class KnowledgeService:
     def _read_allowed_file(self, path: str) -> bytes:
         root = self.settings.ingest_directory
         if root is None:
-            raise SkillError(
+            raise InvalidRequest(
                 "reading files by path is off: set AGENTIC_RAG_INGEST_DIRECTORY to the "
                 "directory ingest_pdf may read from, or send the file's content"
             )
         base = root.resolve()
         target = (base / path).resolve()
         if not target.is_relative_to(base):
-            raise SkillError(f"{path!r} is outside the ingestion directory")
+            raise InvalidRequest(f"{path!r} is outside the ingestion directory")
         if not target.is_file():
-            raise SkillError(f"no file {path!r} in the ingestion directory")
+            raise NotFound(f"no file {path!r} in the ingestion directory")
         if target.stat().st_size > self.settings.ingest_max_bytes:
-            raise SkillError(f"{path!r} is larger than {self.settings.ingest_max_bytes} bytes")
+            raise InvalidRequest(f"{path!r} is larger than {self.settings.ingest_max_bytes} bytes")
         return target.read_bytes()
 
     async def _read_pdf(
@@ -433,7 +433,7 @@ class KnowledgeService:
         try:
             reader = await PdfReader.aopen(content, name=uri)
         except PdfError as exc:
-            raise SkillError(str(exc)) from None
+            raise Unreadable(str(exc)) from None
         try:
             sections = []
             async for page in reader.apages():
@@ -454,7 +454,7 @@ class KnowledgeService:
                 notes=notes,
             )
         except PdfError as exc:
-            raise SkillError(str(exc)) from None
+            raise Unreadable(str(exc)) from None
         finally:
             reader.close()
 
@@ -473,7 +473,7 @@ class KnowledgeService:
         try:
             video = video_id(video_url)
         except InvalidVideoURLError as exc:
-            raise SkillError(str(exc)) from None
+            raise InvalidRequest(str(exc)) from None
         uri = watch_url(video)
         arguments = {
             "video": video,
@@ -491,7 +491,7 @@ class KnowledgeService:
                     await run.progress(f"fetching the transcript of {uri}")
                     document = await self.youtube.afetch(uri, languages)
             except (TranscriptError, CaptionsFormatError) as exc:
-                raise SkillError(str(exc)) from None
+                raise Unreadable(str(exc)) from None
             if title:
                 document.title = title
             document.metadata = {**document.metadata, **metadata, "video_id": video}
@@ -541,7 +541,7 @@ class KnowledgeService:
     async def document(self, tenant: str, document_id: str, *, with_text: bool) -> DocumentInfo:
         stored = await self.store.get_document(tenant, document_id, with_text=with_text)
         if stored is None:
-            raise SkillError(f"no document {document_id!r}")
+            raise NotFound(f"no document {document_id!r}")
         return document_info(stored)
 
     async def documents(
@@ -555,7 +555,7 @@ class KnowledgeService:
     async def explain(self, tenant: str, trajectory_id: str) -> Explanation:
         trace = await self.trajectories.get(tenant, trajectory_id)
         if trace is None:
-            raise SkillError(
+            raise NotFound(
                 f"no retrieval {trajectory_id!r} (trajectories are kept "
                 f"{self.settings.trajectory_retention_days} days)"
             )

@@ -1,15 +1,18 @@
 """The knowledge skills: ingestion, retrieval, explanations and the catalogue.
 
 Each is defined once here; A2A (Agent Card, tasks), MCP (tools) and the CLI read them from the
-registry. Handlers only translate arguments: the work is `KnowledgeService`'s.
+registry. Handlers only translate arguments: the work is `KnowledgeService`'s, and its refusals
+(`KnowledgeError`) become the skills layer's `SkillError` here, in `_skill`, word for word.
 """
 
+import functools
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agentic_rag.knowledge.errors import KnowledgeError
 from agentic_rag.knowledge.explain_report import explanation_text, with_titles
 from agentic_rag.knowledge.results import (
     CrawlRequest,
@@ -23,8 +26,8 @@ from agentic_rag.knowledge.retrieval import Reranker
 from agentic_rag.knowledge.service import KnowledgeService
 from agentic_rag.knowledge.store.search import Filters
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
+from agentic_rag.skills.registry import Handler
 
-KnowledgeProvider = Callable[[], KnowledgeService]
 SourceKind = Literal["url", "pdf", "youtube", "text"]
 
 
@@ -200,10 +203,30 @@ def _render_ingest(summary: IngestSummary) -> str:
     return "\n".join(lines)
 
 
-def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) -> None:
-    """Register the knowledge skills; `knowledge()` gives the running service."""
+def _skill(registry: SkillRegistry, **options: Any) -> Callable[[Handler], Handler]:
+    """`registry.skill(**options)` for a handler whose `KnowledgeError` ends the task failed
+    with the error's message, as every skill's `SkillError` does."""
+    register = registry.skill(**options)
 
-    @registry.skill(
+    def decorate(handler: Handler) -> Handler:
+        @functools.wraps(handler)
+        async def refusing(ctx: SkillContext, args: Any) -> BaseModel:
+            try:
+                return await handler(ctx, args)
+            except KnowledgeError as refused:
+                raise SkillError(str(refused)) from refused
+
+        register(refusing)
+        return handler
+
+    return decorate
+
+
+def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -> None:
+    """Register the knowledge skills, which call `knowledge`."""
+    skill = functools.partial(_skill, registry)
+
+    @skill(
         description="Answer a question from the knowledge base: dense and lexical (BM25) "
         "retrieval, and the knowledge graph's facts when it has some, fused, optionally "
         "reranked, with an answer citing numbered sources and a trajectory_id for "
@@ -214,7 +237,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         render=_render_search,
     )
     async def hybrid_retrieve(ctx: SkillContext, args: HybridRetrieveInput) -> SearchResult:
-        service = knowledge()
+        service = knowledge
         reranker = args.reranker
         if reranker is None and args.use_reranking:
             reranker = service.retrieval.best_reranker()
@@ -228,7 +251,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
             answer=args.answer,
         )
 
-    @registry.skill(
+    @skill(
         description="Nearest chunks to the query by embedding similarity (dense only), with "
         "metadata filters and an optional similarity threshold.",
         tags=["knowledge", "search"],
@@ -236,7 +259,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         render=_render_search,
     )
     async def vector_search(ctx: SkillContext, args: VectorSearchInput) -> SearchResult:
-        return await knowledge().retrieval.search(
+        return await knowledge.retrieval.search(
             ctx.tenant,
             args.query,
             top_k=args.top_k,
@@ -245,7 +268,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
             similarity_threshold=args.similarity_threshold,
         )
 
-    @registry.skill(
+    @skill(
         description="Retrieve with a chosen reranker: rrf (rank fusion), mmr (diverse), "
         "cross-encoder (when a local model is configured) or llm (when an LLM is configured).",
         tags=["knowledge", "search", "rerank"],
@@ -253,7 +276,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         render=_render_search,
     )
     async def query_with_reranking(ctx: SkillContext, args: RerankInput) -> SearchResult:
-        return await knowledge().retrieval.search(
+        return await knowledge.retrieval.search(
             ctx.tenant,
             args.query,
             top_k=args.top_k,
@@ -262,7 +285,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
             answer=True,
         )
 
-    @registry.skill(
+    @skill(
         description="How a search found its answer: the plan, each retriever's hits with ranks "
         "and scores, the fusion's inputs and output, reranking before and after, the time of "
         "each stage, and the exact span of every cited passage.",
@@ -271,11 +294,11 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         render=explanation_text,
     )
     async def explain_answer(ctx: SkillContext, args: ExplainInput) -> Explanation:
-        service = knowledge()
+        service = knowledge
         explanation = await service.explain(ctx.tenant, args.trajectory_id)
         return await with_titles(service.store, ctx.tenant, explanation)
 
-    @registry.skill(
+    @skill(
         description="Crawl a site from a URL and ingest its pages (HTML, PDF, text): same site "
         "by default, robots.txt and crawl delays respected, unchanged pages skipped on a "
         "re-crawl. Reports each page; the summary says what was skipped or failed and why.",
@@ -285,9 +308,9 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         resumable=True,
     )
     async def ingest_url(ctx: SkillContext, args: CrawlRequest) -> IngestSummary:
-        return await knowledge().ingest_url(ctx.tenant, ctx.task_id, ctx.progress, args)
+        return await knowledge.ingest_url(ctx.tenant, ctx.task_id, ctx.progress, args)
 
-    @registry.skill(
+    @skill(
         description="Ingest a PDF from its content (a FilePart, or base64 data), a URL, or a "
         "path in the ingestion directory: text per page with page numbers, scanned pages read "
         "by OCR.",
@@ -297,7 +320,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         file_argument="data",
     )
     async def ingest_pdf(ctx: SkillContext, args: IngestPdfInput) -> IngestSummary:
-        return await knowledge().ingest_pdf(
+        return await knowledge.ingest_pdf(
             ctx.tenant,
             ctx.task_id,
             ctx.progress,
@@ -308,7 +331,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
             metadata=args.metadata,
         )
 
-    @registry.skill(
+    @skill(
         description="Ingest a YouTube video's transcript, with timestamps on every chunk; or a "
         "transcript sent as WebVTT or SRT.",
         tags=["knowledge", "ingest", "youtube"],
@@ -317,7 +340,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         resumable=True,
     )
     async def ingest_youtube(ctx: SkillContext, args: IngestYoutubeInput) -> IngestSummary:
-        return await knowledge().ingest_youtube(
+        return await knowledge.ingest_youtube(
             ctx.tenant,
             ctx.task_id,
             ctx.progress,
@@ -328,14 +351,14 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
             metadata=args.metadata,
         )
 
-    @registry.skill(
+    @skill(
         description="Ingest markdown or plain text sent by the caller, under a title.",
         tags=["knowledge", "ingest"],
         render=_render_ingest,
         resumable=True,
     )
     async def ingest_text(ctx: SkillContext, args: IngestTextInput) -> IngestSummary:
-        return await knowledge().ingest_text(
+        return await knowledge.ingest_text(
             ctx.tenant,
             ctx.task_id,
             ctx.progress,
@@ -344,14 +367,14 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
             metadata=args.metadata,
         )
 
-    @registry.skill(
+    @skill(
         description="The sources in the knowledge base, with their document and chunk counts.",
         tags=["knowledge", "catalogue"],
     )
     async def list_sources(ctx: SkillContext, args: ListSourcesInput) -> SourcesOutput:
-        return SourcesOutput(sources=await knowledge().sources(ctx.tenant))
+        return SourcesOutput(sources=await knowledge.sources(ctx.tenant))
 
-    @registry.skill(
+    @skill(
         description="The documents of the knowledge base, or of one source, with their ids, "
         "titles and chunk counts, oldest first.",
         tags=["knowledge", "catalogue"],
@@ -359,37 +382,37 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
     )
     async def list_documents(ctx: SkillContext, args: ListDocumentsInput) -> DocumentsOutput:
         if args.source_id is not None and not any(
-            s.source_id == args.source_id for s in await knowledge().sources(ctx.tenant)
+            s.source_id == args.source_id for s in await knowledge.sources(ctx.tenant)
         ):
             raise SkillError(f"no source {args.source_id!r}")
         return DocumentsOutput(
-            documents=await knowledge().documents(
+            documents=await knowledge.documents(
                 ctx.tenant, source_id=args.source_id, limit=args.limit, offset=args.offset
             )
         )
 
-    @registry.skill(
+    @skill(
         description="One document: its metadata and, unless asked not to, its text.",
         tags=["knowledge", "catalogue"],
     )
     async def get_document(ctx: SkillContext, args: GetDocumentInput) -> DocumentInfo:
-        return await knowledge().document(ctx.tenant, args.document_id, with_text=args.include_text)
+        return await knowledge.document(ctx.tenant, args.document_id, with_text=args.include_text)
 
-    @registry.skill(
+    @skill(
         description="Delete a document, its chunks and its knowledge-graph episodes.",
         tags=["knowledge", "catalogue"],
     )
     async def delete_document(ctx: SkillContext, args: DocumentIdInput) -> Deleted:
-        if not await knowledge().delete_document(ctx.tenant, args.document_id):
+        if not await knowledge.delete_document(ctx.tenant, args.document_id):
             raise SkillError(f"no document {args.document_id!r}")
         return Deleted(deleted=args.document_id, documents=1)
 
-    @registry.skill(
+    @skill(
         description="Delete a source with all its documents, chunks and graph episodes.",
         tags=["knowledge", "catalogue"],
     )
     async def delete_source(ctx: SkillContext, args: SourceIdInput) -> Deleted:
-        count = await knowledge().delete_source(ctx.tenant, args.source_id)
+        count = await knowledge.delete_source(ctx.tenant, args.source_id)
         if count is None:
             raise SkillError(f"no source {args.source_id!r}")
         return Deleted(deleted=args.source_id, documents=count)
