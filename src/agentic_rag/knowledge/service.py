@@ -117,7 +117,6 @@ class KnowledgeService:
     ) -> None:
         self.settings = settings
         self.chat = chat
-        self.embedder = embedder_from(settings)  # loaded by `start`; the graph shares it
         self.store = KnowledgeStore(pool)
         self.jobs = JobStore(pool)
         self.trajectories = TrajectoryStore(pool)
@@ -127,9 +126,10 @@ class KnowledgeService:
 
     async def start(self) -> None:
         settings = self.settings
-        embedder = self.embedder
+        embedder = embedder_from(settings)
         self._stack.push_async_callback(embedder.aclose)
         await embedder.start()
+        self.embedder = embedder
         self.space = await self.store.open_space(embedder.name, embedder.dimension)
         llm = None
         if self.chat is not None:
