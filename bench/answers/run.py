@@ -57,7 +57,7 @@ from agentic_rag.storage.postgres import connect
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.knowledge.test_knowledge_rerankers import ChatDouble  # noqa: E402
+from tests.support.knowledge import ChatDouble  # noqa: E402
 from tests.support.live import serve_in_thread  # noqa: E402
 
 QUESTIONS = HERE / "questions.json"

@@ -3,34 +3,16 @@ it pauses and when it ends, signed with a key the agent publishes at /.well-know
 
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import jwt
 import pytest
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
 from starlette.routing import Route
 
 from tests.support.live import LiveServer, serve_in_thread
+from tests.support.push import Webhook
 from tests.support.rpc import call, text_message
-
-
-class Webhook:
-    def __init__(self) -> None:
-        self.received: list[tuple[dict[str, str], dict[str, Any]]] = []
-
-    async def hook(self, request: Request) -> Response:
-        self.received.append((dict(request.headers), await request.json()))
-        return Response(status_code=204)
-
-    def wait_for(self, count: int) -> list[tuple[dict[str, str], dict[str, Any]]]:
-        deadline = time.monotonic() + 20
-        while len(self.received) < count:
-            assert time.monotonic() < deadline, f"only {len(self.received)} notifications"
-            time.sleep(0.05)
-        return self.received
 
 
 @pytest.fixture

@@ -2,9 +2,7 @@
 anything starts."""
 
 import argparse
-import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
 from pathlib import Path
@@ -13,35 +11,8 @@ import pytest
 
 from agentic_rag.cli.main import build_mcp_parser, build_parser
 from agentic_rag.storage.embedded import postgres_processes
+from tests.support.cli import one_line, run
 from tests.support.live import free_port
-
-BIN = Path(sys.executable).parent
-
-
-def run(program: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """`program ARGS` in an environment without settings, with `env` on top."""
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("AGENTIC_RAG_") and k not in ("DATABASE_URL", "REDIS_URL")
-    }
-    return subprocess.run(
-        [str(BIN / program), *args],
-        env={**clean, **env},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def one_line(done: subprocess.CompletedProcess[str]) -> str:
-    """The one line the program wrote (stdout and stderr together), without a traceback."""
-    output = done.stdout + done.stderr
-    assert "Traceback" not in output
-    lines = output.splitlines()
-    assert len(lines) == 1, output
-    return lines[0]
 
 
 def error_line(done: subprocess.CompletedProcess[str]) -> str:

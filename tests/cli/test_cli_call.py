@@ -9,7 +9,7 @@ from agentic_rag.app import build_engine
 from agentic_rag.cli.skill_commands import first_sentence
 from agentic_rag.config import Settings
 from agentic_rag.skills.help import default_registry
-from tests.cli.test_cli import one_line, run
+from tests.support.cli import one_line, run
 from tests.support.live import live_server
 from tests.support.network import network_server
 from tests.support.security import create_key

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentic_rag.config import Settings
-from tests.cli.test_cli import BIN, one_line, run
+from tests.support.cli import BIN, one_line, run
 from tests.support.live import free_port, until_ready
 
 LIST_SETTINGS = (

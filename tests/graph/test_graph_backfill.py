@@ -23,12 +23,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from tests.graph.test_graph_knowledge import TEXT, episodes
-from tests.graph.test_graph_llm import RecordedChat
-from tests.graph.test_graph_queue import new_tenant
-from tests.graph.test_graph_skills import Tenant
-from tests.knowledge.test_knowledge_ingest import page
-from tests.mcp.test_mcp_http import new_database
+from tests.support.databases import new_database
+from tests.support.graph import TEXT, RecordedChat, Tenant, episodes, new_tenant
+from tests.support.knowledge import page
 from tests.support.live import LiveServer, live_server, serve_in_thread
 
 HARBOUR = page("Harbour", "The harbour master opens the lock at high tide every morning.")

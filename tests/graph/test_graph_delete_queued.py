@@ -15,18 +15,20 @@ from uuid import uuid4
 
 import pytest
 
-from tests.graph.test_graph_llm import until_processed
-from tests.graph.test_graph_queue import (
+from tests.support.databases import new_database
+from tests.support.graph import (
     GatedChat,
+    Tenant,
     add,
+    failure,
     graph_server,
     new_tenant,
     statuses,
+    until_processed,
     until_status,
 )
-from tests.graph.test_graph_skills import Tenant, failure
-from tests.mcp.test_mcp_http import create_keys, new_database
 from tests.support.live import LiveServer, serve_in_thread
+from tests.support.security import create_keys
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import httpx
 from falkordb.asyncio import FalkorDB
 
 from agentic_rag.graph.embedded import EmbeddedFalkorDB, redis_servers
-from tests.storage.test_embedded_lifecycle import children, serving
+from tests.support.embedded import children, serving
 from tests.support.live import free_port
 from tests.support.rpc import call, text_message
 

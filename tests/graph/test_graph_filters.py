@@ -14,11 +14,17 @@ from typing import Any
 import pytest
 
 from agentic_rag.graph.documents import RRF_K
-from tests.graph.test_graph_knowledge import QUERY, TEXT, episodes, knowledge_server
-from tests.graph.test_graph_llm import until_processed
-from tests.graph.test_graph_queue import new_tenant
-from tests.graph.test_graph_retriever import MENTIONS, StatingChat
-from tests.graph.test_graph_skills import Tenant
+from tests.support.graph import (
+    MENTIONS,
+    QUERY,
+    TEXT,
+    StatingChat,
+    Tenant,
+    episodes,
+    knowledge_server,
+    new_tenant,
+    until_processed,
+)
 from tests.support.live import LiveServer, serve_in_thread
 
 

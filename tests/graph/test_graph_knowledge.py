@@ -12,21 +12,24 @@ and the embedded FalkorDB.
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from agentic_rag.config import Settings
-from tests.graph.test_graph_llm import until_processed
-from tests.graph.test_graph_queue import GatedChat, new_tenant, until_status
-from tests.graph.test_graph_skills import Tenant
-from tests.mcp.test_mcp_http import create_keys, new_database
-from tests.support.live import LiveServer, live_server, serve_in_thread
+from tests.support.graph import (
+    TEXT,
+    GatedChat,
+    episodes,
+    knowledge_server,
+    new_tenant,
+    retrieve,
+    until_processed,
+    until_status,
+)
+from tests.support.live import LiveServer, serve_in_thread
 
-TEXT = "# Team news\n\nAlice joined Acme last spring as a rocket engineer."
 NEWER = "# Team news\n\nAlice joined Acme last spring as a rocket engineer, and leads it now."
-QUERY = "Who builds rockets for Acme?"
 
 
 @pytest.fixture(scope="module")
@@ -40,22 +43,6 @@ def gated() -> Iterator[tuple[GatedChat, str]]:
 @pytest.fixture(scope="module")
 def chat(gated: tuple[GatedChat, str]) -> str:
     return gated[1]
-
-
-async def knowledge_server(
-    postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory, chat: str, *, documents: bool
-) -> AsyncIterator[LiveServer]:
-    database_url = await new_database(postgres_dsn)
-    await create_keys(database_url, "nobody", key=["read"])
-    with live_server(
-        None,
-        database_url=database_url,
-        data_dir=tmp_path_factory.mktemp("graph-knowledge"),
-        llm_base_url=chat,
-        llm_model="recorded-model",
-        graph_ingest_documents=documents,
-    ) as live:
-        yield live
 
 
 @pytest.fixture(scope="module")
@@ -72,17 +59,6 @@ async def server_without_documents(
 ) -> AsyncIterator[LiveServer]:
     async for live in knowledge_server(postgres_dsn, tmp_path_factory, chat, documents=False):
         yield live
-
-
-async def episodes(tenant: Tenant) -> list[dict[str, Any]]:
-    found = await tenant.result("get_episodes", group_ids=tenant.name, max_episodes=50)
-    listed: list[dict[str, Any]] = found["episodes"]
-    return listed
-
-
-async def retrieve(tenant: Tenant) -> dict[str, Any]:
-    # answer=False: the recorded LLM answers Graphiti's structured prompts only.
-    return await tenant.result("hybrid_retrieve", query=QUERY, answer=False)
 
 
 async def test_an_ingested_document_becomes_an_episode_whose_facts_retrieve_its_chunks(

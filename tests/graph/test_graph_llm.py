@@ -7,79 +7,14 @@ for that prompt's schema (tests/data/graph/llm-responses.json). Everything else 
 product's server, the embedder, PostgreSQL and the embedded FalkorDB.
 """
 
-import asyncio
-import json
-import re
-import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
-from tests.graph.test_graph_skills import Tenant, failure
-from tests.mcp.test_mcp_http import create_keys, new_database
+from tests.support.databases import new_database
+from tests.support.graph import RecordedChat, Tenant, failure, queued_uuid, until_processed
 from tests.support.live import LiveServer, live_server, serve_in_thread
-
-RECORDED = Path(__file__).resolve().parents[1] / "data" / "graph" / "llm-responses.json"
-
-
-class RecordedChat:
-    """The test double of a hosted LLM's chat API: recorded answers, by response schema."""
-
-    def __init__(self) -> None:
-        self.answers: dict[str, Any] = json.loads(RECORDED.read_text())
-        self.asked: list[str] = []
-
-    def app(self) -> Starlette:
-        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
-
-    async def _chat(self, request: Request) -> JSONResponse:
-        body = await request.json()
-        schema = body.get("response_format", {}).get("json_schema", {}).get("name", "")
-        self.asked.append(schema)
-        if schema not in self.answers:
-            return JSONResponse({"error": {"message": f"nothing recorded for {schema!r}"}}, 400)
-        content = json.dumps(self.answers[schema])
-        return JSONResponse(
-            {
-                "id": "recorded",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": content},
-                    }
-                ],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-        )
-
-
-def queued_uuid(added: dict[str, Any]) -> str:
-    """The episode uuid in add_memory's answer ("... queued ... (uuid <uuid>)")."""
-    match = re.search(r"\(uuid ([^)]+)\)$", added["message"])
-    assert match, added
-    return match.group(1)
-
-
-async def until_processed(tenant: Tenant, uuid: str, group_id: str) -> dict[str, Any]:
-    """The episode once the queue is done with it (done or failed), as get_episodes shows it."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found = await tenant.result("get_episodes", group_ids=group_id, max_episodes=50)
-        (episode,) = [e for e in found["episodes"] if e["uuid"] == uuid]
-        if episode["status"] in ("done", "failed"):
-            return episode
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"episode {uuid} was not processed within a minute")
+from tests.support.security import create_keys
 
 
 @pytest.fixture(scope="module")

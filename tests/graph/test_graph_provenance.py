@@ -15,12 +15,20 @@ from typing import Any
 
 import pytest
 
-from tests.graph.test_graph_knowledge import TEXT, episodes, knowledge_server, retrieve
-from tests.graph.test_graph_llm import RecordedChat, until_processed
-from tests.graph.test_graph_queue import add, new_tenant
-from tests.graph.test_graph_skills import Tenant
-from tests.mcp.test_mcp_http import create_keys, new_database
+from tests.support.databases import new_database
+from tests.support.graph import (
+    TEXT,
+    RecordedChat,
+    Tenant,
+    add,
+    episodes,
+    knowledge_server,
+    new_tenant,
+    retrieve,
+    until_processed,
+)
 from tests.support.live import LiveServer, live_server, serve_in_thread
+from tests.support.security import create_keys
 
 NO_DOCUMENTS: dict[str, Any] = {"documents": []}
 

@@ -9,44 +9,27 @@ Everything else is real: the product's server, the embedder, PostgreSQL and the 
 FalkorDB.
 """
 
-import asyncio
 import re
-import threading
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from starlette.requests import Request
-from starlette.responses import JSONResponse
 
-from tests.graph.test_graph_llm import RecordedChat, queued_uuid, until_processed
-from tests.graph.test_graph_skills import Tenant
-from tests.mcp.test_mcp_http import create_keys, new_database
-from tests.support.live import LiveServer, live_server, serve_in_thread
-
-POISON = "POISON"  # an episode whose text holds this is refused by the LLM double
-
-
-class GatedChat(RecordedChat):
-    """RecordedChat (a test double of a hosted LLM) whose answers wait for an open gate, and
-    which refuses, as a hosted API refuses a bad request, any prompt that holds `POISON`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = threading.Event()
-        self.gate.set()
-        self.bodies: list[str] = []  # the user messages asked, in order
-
-    async def _chat(self, request: Request) -> JSONResponse:
-        body = await request.json()
-        self.bodies.append(" ".join(str(m.get("content", "")) for m in body["messages"]))
-        await asyncio.to_thread(self.gate.wait)  # the gate is opened from the test's thread
-        if POISON in self.bodies[-1]:
-            return JSONResponse({"error": {"message": "the prompt was refused"}}, 400)
-        return await super()._chat(request)
+from tests.support.databases import new_database
+from tests.support.graph import (
+    POISON,
+    GatedChat,
+    Tenant,
+    add,
+    graph_server,
+    new_tenant,
+    statuses,
+    until_processed,
+    until_status,
+)
+from tests.support.live import LiveServer, serve_in_thread
+from tests.support.security import create_keys
 
 
 @pytest.fixture(scope="module")
@@ -64,49 +47,12 @@ async def database_url(postgres_dsn: str) -> str:
     return url
 
 
-def graph_server(database_url: str, data_dir: Path, chat_url: str) -> Any:
-    return live_server(
-        None,
-        database_url=database_url,
-        data_dir=data_dir,
-        llm_base_url=chat_url,
-        llm_model="recorded-model",
-        graph_ingest_max_attempts=2,
-        graph_ingest_retry_seconds=0,
-    )
-
-
 @pytest.fixture(scope="module")
 async def server(
     database_url: str, tmp_path_factory: pytest.TempPathFactory, chat: tuple[GatedChat, str]
 ) -> AsyncIterator[LiveServer]:
     with graph_server(database_url, tmp_path_factory.mktemp("graph-queue"), chat[1]) as live:
         yield live
-
-
-async def new_tenant(server: LiveServer) -> Tenant:
-    name = f"t{uuid.uuid4().hex[:10]}"
-    keys = await create_keys(server.settings.database_url or "", name, key=["read", "write"])
-    return Tenant(name, server, keys["key"])
-
-
-async def add(tenant: Tenant, name: str, body: str, group_id: str) -> str:
-    added = await tenant.result("add_memory", name=name, episode_body=body, group_id=group_id)
-    assert added["message"].startswith(f"Episode '{name}' queued for processing in group")
-    return queued_uuid(added)
-
-
-async def statuses(tenant: Tenant, group_id: str) -> dict[str, str]:
-    found = await tenant.result("get_episodes", group_ids=group_id, max_episodes=50)
-    return {e["uuid"]: e["status"] for e in found["episodes"]}
-
-
-async def until_status(tenant: Tenant, group_id: str, uuid: str, status: str) -> None:
-    for _ in range(1200):
-        if (await statuses(tenant, group_id)).get(uuid) == status:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"episode {uuid} never became {status}")
 
 
 async def test_add_memory_answers_before_extraction_and_the_episode_becomes_searchable(

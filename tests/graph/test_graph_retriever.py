@@ -12,50 +12,21 @@ server, the local embedder, PostgreSQL and the embedded FalkorDB.
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 from agentic_rag.graph.documents import RRF_K, GraphEntity, GraphFact, chunk_ranking
 from agentic_rag.knowledge.results import Explanation
-from tests.graph.test_graph_knowledge import TEXT, episodes, knowledge_server, retrieve
-from tests.graph.test_graph_llm import RecordedChat, until_processed
-from tests.graph.test_graph_queue import new_tenant
-from tests.graph.test_graph_skills import Tenant
+from tests.support.graph import (
+    MENTIONS,
+    TEXT,
+    StatingChat,
+    Tenant,
+    episodes,
+    knowledge_server,
+    new_tenant,
+    retrieve,
+    until_processed,
+)
 from tests.support.live import LiveServer, serve_in_thread
-
-FACT = "rocket engineer"  # what TEXT says, and the recorded fact states
-MENTIONS = "# Launch day\n\nAcme flew its first rocket; Alice watched it from the desert."
-
-
-class StatingChat(RecordedChat):
-    """RecordedChat (a test double of a hosted LLM) that answers the fact extraction with the
-    recorded fact only when the episode being extracted says it, as a model would: any other
-    episode yields the entities (Alice, Acme) and no fact."""
-
-    async def _chat(self, request: Request) -> JSONResponse:
-        body = await request.json()
-        schema = body.get("response_format", {}).get("json_schema", {}).get("name", "")
-        prompt = " ".join(str(m.get("content", "")) for m in body["messages"])
-        current = prompt.partition("<CURRENT_MESSAGE>")[2].partition("</CURRENT_MESSAGE>")[0]
-        if schema == "ExtractedEdges" and FACT not in current:
-            self.asked.append(schema)
-            return JSONResponse(
-                {
-                    "id": "recorded",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [
-                        {
-                            "index": 0,
-                            "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": '{"edges": []}'},
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                }
-            )
-        return await super()._chat(request)
 
 
 @pytest.fixture(scope="module")

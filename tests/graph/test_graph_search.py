@@ -23,6 +23,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 import pytest
+from agentic_rag.knowledge.embeddings import LocalEmbedder
 from graphiti_core.driver.falkordb_driver import FalkorDriver
 from graphiti_core.edges import EntityEdge
 from graphiti_core.nodes import EntityNode
@@ -35,11 +36,10 @@ from agentic_rag.graph.clients import GraphEmbedder
 from agentic_rag.graph.namespaces import Namespace
 from agentic_rag.graph.search import FactVectorSearch, use_fact_index
 from agentic_rag.graph.service import GraphService
-from agentic_rag.knowledge.embeddings import LocalEmbedder
 from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.storage.postgres import migrate
-from tests.graph.test_graph_llm import RecordedChat
-from tests.mcp.test_mcp_http import new_database
+from tests.support.databases import new_database
+from tests.support.graph import RecordedChat
 from tests.support.live import serve_in_thread
 
 PEOPLE = ["Alice", "Bruno", "Chiara", "Dmitri", "Esther", "Farid", "Greta", "Hiro", "Ines"]

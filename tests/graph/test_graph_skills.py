@@ -4,18 +4,17 @@ MCP (the SDK's client) by tenants that never see, search or delete each other's 
 
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from falkordb.asyncio import FalkorDB
-from mcp import Client
 
 from agentic_rag.graph.embedded import EmbeddedFalkorDB
-from tests.mcp.test_mcp_http import Elicitations, create_keys, keyed_client, new_database, text_of
+from tests.support.databases import new_database
+from tests.support.graph import Tenant, failure, message, output, triplet
 from tests.support.live import LiveServer, live_server
+from tests.support.mcp import Elicitations, text_of
+from tests.support.security import create_keys
 
 
 @pytest.fixture(scope="module")
@@ -29,78 +28,6 @@ async def server(
         None, database_url=database_url, data_dir=tmp_path_factory.mktemp("graph")
     ) as live:
         yield live
-
-
-@dataclass
-class Tenant:
-    """A tenant of its own for one test, and the ways it calls the server."""
-
-    name: str
-    server: LiveServer
-    key: str
-
-    def mcp(self, **options: Any) -> Client:
-        return keyed_client(f"{self.server.url}/mcp", self.key, **options)
-
-    async def send(self, message: dict[str, Any]) -> dict[str, Any]:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
-        async with httpx.AsyncClient(
-            base_url=self.server.url, headers={"X-API-Key": self.key}, timeout=120
-        ) as http:
-            answer: dict[str, Any] = (await http.post("/", json=body)).json()
-        assert "result" in answer, answer
-        task: dict[str, Any] = answer["result"]
-        return task
-
-    async def skill(self, skill: str, /, **arguments: Any) -> dict[str, Any]:
-        """Call a skill over A2A with a DataPart; the final (or paused) task."""
-        return await self.send(
-            message([{"kind": "data", "data": {"skill": skill, "arguments": arguments}}])
-        )
-
-    async def result(self, skill: str, /, **arguments: Any) -> dict[str, Any]:
-        """A skill's `result` (Graphiti's shapes wrap it so), which must have completed."""
-        data = output(await self.skill(skill, **arguments))
-        result: dict[str, Any] = data.get("result", data)
-        return result
-
-    async def triplet(self, source: str, edge: str, fact: str, target: str, **more: Any) -> str:
-        """Add a fact; its uuid."""
-        added = await self.result("add_triplet", **triplet(source, edge, fact, target), **more)
-        (written,) = added["edges"]
-        return str(written["uuid"])
-
-
-def triplet(source: str, edge: str, fact: str, target: str) -> dict[str, str]:
-    """add_triplet's arguments."""
-    return {
-        "source_node_name": source,
-        "edge_name": edge,
-        "fact": fact,
-        "target_node_name": target,
-    }
-
-
-def message(parts: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
-    return {
-        "role": "user",
-        "kind": "message",
-        "messageId": uuid.uuid4().hex,
-        "parts": parts,
-        **fields,
-    }
-
-
-def output(task: dict[str, Any]) -> dict[str, Any]:
-    assert task["status"]["state"] == "completed", task["status"]
-    (artifact,) = task["artifacts"]
-    data: dict[str, Any] = next(p["data"] for p in artifact["parts"] if p["kind"] == "data")
-    return data
-
-
-def failure(task: dict[str, Any]) -> str:
-    assert task["status"]["state"] == "failed", task["status"]
-    return str(task["status"]["message"]["parts"][0]["text"])
 
 
 @pytest.fixture

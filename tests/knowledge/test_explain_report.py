@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agentic_rag.knowledge.results import Explanation
-from tests.knowledge.test_knowledge_skills import Caller, output
+from tests.support.knowledge import Caller, output
 from tests.support.live import live_server
 from tests.support.security import create_key
 

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentic_rag.knowledge import answers, grounding
-from tests.knowledge.test_knowledge_rerankers import ChatDouble
-from tests.knowledge.test_knowledge_skills import Caller, output
+from tests.support.knowledge import Caller, ChatDouble, output
 from tests.support.live import live_server, serve_in_thread
 from tests.support.security import create_key
 

@@ -30,21 +30,13 @@ from agentic_rag.config import Settings
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge.results import IngestSummary
 from agentic_rag.knowledge.service import KnowledgeService
-from tests.knowledge.test_knowledge_skills import Caller, failure, output
+from tests.support.knowledge import Caller, failure, output, page
 from tests.support.live import LiveServer, free_port, live_server, serve_in_thread, until_ready
 from tests.support.pdf_samples import scanned_pdf, text_pdf
 from tests.support.rpc import call, text_message
 from tests.support.security import create_key
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def page(title: str, text: str, *links: str) -> str:
-    anchors = "".join(f'<li><a href="{href}">{href}</a></li>' for href in links)
-    return (
-        f"<!doctype html><html><head><title>{title}</title></head><body><nav><ul>{anchors}"
-        f"</ul></nav><main><article><h1>{title}</h1><p>{text}</p></article></main></body></html>"
-    )
 
 
 LIGHTHOUSE = (

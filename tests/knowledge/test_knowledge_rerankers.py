@@ -8,23 +8,17 @@ hosted chat API (these machines reach none): it grades passages by the words the
 the question and answers citing [1], in the wire format of OpenAI's chat completions.
 """
 
-import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import onnx
 import pytest
+from agentic_rag.knowledge.embeddings import default_tokenizer_path
 from onnx import TensorProto, helper
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 from tokenizers import Tokenizer
 
-from agentic_rag.knowledge.embeddings import default_tokenizer_path
-from tests.knowledge.test_knowledge_skills import Caller, failure, output
+from tests.support.knowledge import Caller, ChatDouble, failure, output
 from tests.support.live import LiveServer, live_server, serve_in_thread
 from tests.support.security import create_key
 
@@ -69,38 +63,6 @@ def counting_cross_encoder(directory: Path, word: str) -> int:
     onnx.save(model, str(directory / "model.onnx"))
     shutil.copy(default_tokenizer_path(), directory / "tokenizer.json")
     return token
-
-
-class ChatDouble:
-    """The test double of a hosted LLM's OpenAI-compatible chat API. `answer` writes its answer
-    from the question's prompt (the sources and the question); by default it answers
-    "According to the sources, steam makes the crust crisp [1]."."""
-
-    def __init__(self, answer: Callable[[str], str] | None = None) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self._answer = answer or (
-            lambda _: "According to the sources, steam makes the crust crisp [1]."
-        )
-
-    def app(self) -> Starlette:
-        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
-
-    async def _chat(self, request: Request) -> JSONResponse:
-        body = await request.json()
-        self.requests.append(body)
-        system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
-        if system.startswith("Grade how well"):
-            question = user.split("\n", 1)[0].removeprefix("Question: ")
-            words = set(re.findall(r"\w+", question.lower()))
-            numbered = re.split(r"(?m)^\[(\d+)\] ", user.split("Passages:\n", 1)[1])[1:]
-            passages = zip(numbered[::2], numbered[1::2], strict=True)
-            grades = {n: len(words & set(re.findall(r"\w+", text.lower()))) for n, text in passages}
-            content = '{"grades": ' + str(grades).replace("'", '"') + "}"
-        else:
-            content = self._answer(user)
-        return JSONResponse(
-            {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
-        )
 
 
 @pytest.fixture

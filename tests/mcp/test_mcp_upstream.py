@@ -21,9 +21,11 @@ from mcp.server.mcpserver import MCPServer
 
 from agentic_rag.graph.namespaces import Namespace
 from agentic_rag.skills import SkillRegistry
-from tests.graph.test_graph_skills import Tenant, output, triplet
-from tests.mcp.test_mcp_http import create_keys, keyed_client, new_database, text_of
+from tests.support.databases import new_database
+from tests.support.graph import Tenant, output, triplet
 from tests.support.live import LiveServer, free_port, live_server, serve_in_thread
+from tests.support.mcp import keyed_client, text_of
+from tests.support.security import create_keys
 
 # The upstream's tenant: the proxy's key there. Its sub-groups hold the proxy's tenants.
 PROXY = "proxy"

@@ -113,3 +113,13 @@ class ECIssuer(RSAIssuer):
 
     def sign(self, body: dict[str, Any], kid: str | None = None) -> str:
         return jwt.encode(body, self.key, algorithm="ES256", headers={"kid": kid or self.kid})
+
+
+async def create_keys(database_url: str, tenant: str, **scopes: list[str]) -> dict[str, str]:
+    """API keys of `tenant` in the server's database, by name, as `agentic-rag keys create`."""
+    pool: asyncpg.Pool = await connect(database_url, size=1)
+    try:
+        store = ApiKeyStore(pool)
+        return {name: (await store.create(tenant, s, name=name))[0] for name, s in scopes.items()}
+    finally:
+        await pool.close()

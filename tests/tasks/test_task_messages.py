@@ -17,7 +17,7 @@ import asyncpg
 import httpx
 
 from tests.support.rpc import call, stream, text_message
-from tests.tasks.test_workers import start, two_workers
+from tests.support.workers import start, two_workers
 
 
 def wait_until_final(client: httpx.Client, task_id: str) -> dict[str, Any]:

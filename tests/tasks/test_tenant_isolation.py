@@ -152,7 +152,7 @@ def test_the_extended_card_is_the_same_for_every_tenant(
 async def test_mcp_tools_run_as_the_credentials_tenant_whatever_the_arguments(
     database_url: str, data_dir: Path
 ) -> None:
-    from tests.mcp.test_mcp_http import keyed_client, mcp_url, watched_registry
+    from tests.support.mcp import keyed_client, mcp_url, watched_registry
 
     alpha_key = await asyncio.to_thread(create_key, database_url, "alpha", ["read", "write"])
     beta_key = await asyncio.to_thread(create_key, database_url, "beta", ["read", "write"])

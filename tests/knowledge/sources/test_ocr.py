@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentic_rag.knowledge.sources.pdf import OCR_LOW_CONFIDENCE, extract_pdf
-from tests.knowledge.test_knowledge_skills import Caller, output
+from tests.support.knowledge import Caller, output
 from tests.support.live import live_server
 from tests.support.ocr_pages import (
     ScannedPage,

@@ -1,0 +1,112 @@
+"""Helpers of the knowledge tests: a caller of the knowledge skills over A2A and MCP, the pages of
+the sites they crawl, and the hosted chat double the rerankers and answers use."""
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tests.support.rpc import call, text_message
+
+
+def _page(title: str, text: str, links: str = "") -> str:
+    return (
+        f"<!doctype html><html><head><title>{title}</title></head><body><nav><ul>{links}</ul>"
+        f"</nav><main><article><h1>{title}</h1><p>{text} It is a long and detailed page about "
+        f"{title}, written for visitors who want to know everything.</p></article></main>"
+        "</body></html>"
+    )
+
+
+GARDEN = """# Growing tomatoes
+
+Tomatoes need at least six hours of direct sunlight a day. Water them deeply twice a week,
+at the base of the plant, and never on the leaves: wet leaves invite blight.
+
+## Pruning
+
+Remove the suckers that grow between the main stem and the branches, so the plant puts its
+energy into fruit.
+"""
+
+KITCHEN = """# Baking bread
+
+Sourdough rises with a starter of wild yeast and lactobacilli instead of commercial yeast.
+Bake at 250 degrees Celsius with steam for the first twenty minutes to get a crisp crust.
+"""
+
+
+class Caller:
+    def __init__(self, url: str, key: str) -> None:
+        self.client = httpx.Client(base_url=url, headers={"X-API-Key": key}, timeout=120)
+
+    def skill(self, name: str, **arguments: Any) -> dict[str, Any]:
+        """Call a skill with a DataPart; the final Task."""
+        message = text_message("")
+        message["parts"] = [{"kind": "data", "data": {"skill": name, "arguments": arguments}}]
+        answer = call(self.client, "message/send", {"message": message})
+        assert "result" in answer, answer
+        task: dict[str, Any] = answer["result"]
+        return task
+
+    def ask(self, text: str) -> dict[str, Any]:
+        answer = call(self.client, "message/send", {"message": text_message(text)})
+        task: dict[str, Any] = answer["result"]
+        return task
+
+
+def output(task: dict[str, Any]) -> dict[str, Any]:
+    assert task["status"]["state"] == "completed", task["status"]
+    (artifact,) = task["artifacts"]
+    data: dict[str, Any] = next(p["data"] for p in artifact["parts"] if p["kind"] == "data")
+    return data
+
+
+def failure(task: dict[str, Any]) -> str:
+    assert task["status"]["state"] == "failed", task["status"]
+    return str(task["status"]["message"]["parts"][0]["text"])
+
+
+def page(title: str, text: str, *links: str) -> str:
+    anchors = "".join(f'<li><a href="{href}">{href}</a></li>' for href in links)
+    return (
+        f"<!doctype html><html><head><title>{title}</title></head><body><nav><ul>{anchors}"
+        f"</ul></nav><main><article><h1>{title}</h1><p>{text}</p></article></main></body></html>"
+    )
+
+
+class ChatDouble:
+    """The test double of a hosted LLM's OpenAI-compatible chat API. `answer` writes its answer
+    from the question's prompt (the sources and the question); by default it answers
+    "According to the sources, steam makes the crust crisp [1]."."""
+
+    def __init__(self, answer: Callable[[str], str] | None = None) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self._answer = answer or (
+            lambda _: "According to the sources, steam makes the crust crisp [1]."
+        )
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
+
+    async def _chat(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        self.requests.append(body)
+        system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+        if system.startswith("Grade how well"):
+            question = user.split("\n", 1)[0].removeprefix("Question: ")
+            words = set(re.findall(r"\w+", question.lower()))
+            numbered = re.split(r"(?m)^\[(\d+)\] ", user.split("Passages:\n", 1)[1])[1:]
+            passages = zip(numbered[::2], numbered[1::2], strict=True)
+            grades = {n: len(words & set(re.findall(r"\w+", text.lower()))) for n, text in passages}
+            content = '{"grades": ' + str(grades).replace("'", '"') + "}"
+        else:
+            content = self._answer(user)
+        return JSONResponse(
+            {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+        )
