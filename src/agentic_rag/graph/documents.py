@@ -17,13 +17,18 @@
   its chunks were kept.
 """
 
-from collections.abc import Sequence, Set
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
 
 from agentic_rag.graph.namespaces import Namespace
 from agentic_rag.graph.queue import EpisodeSource
 from agentic_rag.graph.results import AddMemoryArguments
 from agentic_rag.graph.service import GraphService
+from agentic_rag.knowledge.document_graph import (
+    EpisodeExtraction,
+    GraphEntity,
+    GraphFact,
+    GraphRetrieval,
+)
 
 EPISODE_CHARS = 4000
 """Most characters of document text in one episode."""
@@ -31,75 +36,6 @@ EPISODE_CHARS = 4000
 RRF_K = 60
 """k of the reciprocal rank fusion of the facts' and the entities' chunks: the usual constant
 (not measured here, like the graph retriever's weight)."""
-
-
-@dataclass(frozen=True)
-class EpisodeExtraction:
-    """What extracting one episode cost (graph/cost.py), as get_episodes names it."""
-
-    episode: str
-    llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    llm_seconds: float
-    seconds: float  # its processing time, every attempt
-
-
-@dataclass(frozen=True)
-class GraphFact:
-    """A fact the graph retriever found, the chunks it stands for, and what extracting the
-    episodes behind it cost."""
-
-    uuid: str
-    fact: str
-    rank: int
-    score: float
-    episodes: list[str]
-    chunk_ids: list[int]
-    extraction: list[EpisodeExtraction]
-    kept_chunk_ids: list[int] | None = None
-    """With filters, those of `chunk_ids` that satisfy them; None without (all kept)."""
-
-
-@dataclass(frozen=True)
-class GraphEntity:
-    """An entity the graph retriever found, and the chunks it stands for: those of the
-    episodes that mention it."""
-
-    uuid: str
-    name: str
-    rank: int
-    score: float
-    episodes: list[str]
-    chunk_ids: list[int]
-    kept_chunk_ids: list[int] | None = None
-    """With filters, those of `chunk_ids` that satisfy them; None without (all kept)."""
-
-
-@dataclass(frozen=True)
-class GraphRetrieval:
-    """What the graph retriever found for a query: facts and entities that stand for chunks
-    of documents (best first), and those chunks, fused (`chunk_ranking`)."""
-
-    facts: list[GraphFact]
-    entities: list[GraphEntity]
-    chunks: list[tuple[int, float]]
-
-    def kept(self, chunk_ids: Set[int]) -> "GraphRetrieval":
-        """What a filtered search keeps: only these chunks as hits, scored as before (a
-        chunk's score depends on the best fact and entity that stand for it only); every
-        fact and entity found, each saying which of its chunks were kept."""
-        return GraphRetrieval(
-            [
-                replace(f, kept_chunk_ids=[c for c in f.chunk_ids if c in chunk_ids])
-                for f in self.facts
-            ],
-            [
-                replace(e, kept_chunk_ids=[c for c in e.chunk_ids if c in chunk_ids])
-                for e in self.entities
-            ],
-            [(c, score) for c, score in self.chunks if c in chunk_ids],
-        )
 
 
 def chunk_groups(
@@ -117,6 +53,9 @@ def chunk_groups(
 
 
 class DocumentGraph:
+    """The knowledge engine's documents in the tenant's graph, over the graph service
+    (agentic_rag.knowledge.document_graph.DocumentGraph, as the knowledge engine sees it)."""
+
     def __init__(self, graph: GraphService, *, ingest_documents: bool) -> None:
         self._graph, self._queue = graph, graph.queue
         self.ingest_documents = ingest_documents

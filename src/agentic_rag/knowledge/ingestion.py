@@ -17,13 +17,14 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import numpy as np
 
 from agentic_rag.embedding.embedders import Embedder, Vectors
 from agentic_rag.knowledge.chunking import Chunker, document_embedding_text, embedding_text
+from agentic_rag.knowledge.document_graph import DocumentGraph
 from agentic_rag.knowledge.documents import ExtractedDocument
 from agentic_rag.knowledge.errors import (
     IngestionJobFailed,
@@ -42,9 +43,6 @@ from agentic_rag.knowledge.store.documents import (
 )
 from agentic_rag.knowledge.store.sources import SourceRef
 from agentic_rag.knowledge.store.spaces import Space
-
-if TYPE_CHECKING:
-    from agentic_rag.graph.documents import DocumentGraph
 
 log = logging.getLogger(__name__)
 
@@ -287,7 +285,7 @@ class Ingestion:
     async def _to_graph(
         self,
         run: JobRun,
-        graph: "DocumentGraph",
+        graph: DocumentGraph,
         document_id: str,
         uri: str,
         title: str,

@@ -16,11 +16,12 @@ import asyncio
 import time
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from agentic_rag.embedding.embedders import Embedder
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge import answers
+from agentic_rag.knowledge.document_graph import DocumentGraph, GraphRetrieval
 from agentic_rag.knowledge.errors import InvalidRequest
 from agentic_rag.knowledge.fusion import Fused, FusionMethod, Ranked, fuse
 from agentic_rag.knowledge.rerank import CrossEncoder, llm_grades, mmr
@@ -38,9 +39,6 @@ from agentic_rag.knowledge.store.search import Filters, Hit
 from agentic_rag.knowledge.store.spaces import Space
 from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.llm.chat import OpenAIChat
-
-if TYPE_CHECKING:
-    from agentic_rag.graph.documents import DocumentGraph, GraphRetrieval
 
 Retriever = Literal["dense", "lexical", "graph"]
 Reranker = Literal["rrf", "mmr", "cross-encoder", "llm"]
@@ -306,13 +304,13 @@ class Retrieval:
 
     async def _graph(
         self,
-        graph: "DocumentGraph",
+        graph: DocumentGraph,
         tenant: str,
         query: str,
         limit: int,
         filters: Filters,
         times: dict[str, float],
-        found: list["GraphRetrieval"],
+        found: list[GraphRetrieval],
     ) -> Ranked | None:
         """The chunks behind the graph's facts and entities for the query, those that
         satisfy the filters (what it found goes in `found`); None (no list, no time) when

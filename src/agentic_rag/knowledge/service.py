@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, aclosing
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import asyncpg
 from youtube_transcript_api.proxies import GenericProxyConfig
@@ -21,6 +21,7 @@ from youtube_transcript_api.proxies import GenericProxyConfig
 from agentic_rag.config import Settings
 from agentic_rag.embedding.embedders import DIMENSION, MODEL_NAME, Embedder, build_embedder
 from agentic_rag.knowledge.chunking import Chunker
+from agentic_rag.knowledge.document_graph import DocumentGraph
 from agentic_rag.knowledge.documents import ExtractedDocument
 from agentic_rag.knowledge.errors import InvalidRequest, NoTextToIndex, NotFound, Unreadable
 from agentic_rag.knowledge.ingestion import Ingestion, JobRun, derived_title
@@ -74,9 +75,6 @@ from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
-
-if TYPE_CHECKING:
-    from agentic_rag.graph.documents import DocumentGraph
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +166,7 @@ class KnowledgeService:
     async def stop(self) -> None:
         await self._stack.aclose()
 
-    def attach_graph(self, graph: "DocumentGraph") -> None:
+    def attach_graph(self, graph: DocumentGraph) -> None:
         """The graph runs: documents' episodes follow them, and retrieval may ask it."""
         self.graph = self.ingestion.graph = self.retrieval.graph = graph
 
