@@ -7,6 +7,7 @@ deployments conventionally set without a prefix: `DATABASE_URL` and `REDIS_URL`.
 import json
 import re
 import shlex
+from http.cookiejar import LoadError, MozillaCookieJar
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -403,8 +404,6 @@ class Settings(BaseSettings):
     @classmethod
     def _cookies_load(cls, value: Path | None) -> Path | None:
         if value is not None:
-            from agentic_rag.knowledge.sources.youtube import load_cookies  # only when set
-
             load_cookies(value)
         return value
 
@@ -451,6 +450,22 @@ class Settings(BaseSettings):
         if self.public_url:
             return self.public_url.rstrip("/")
         return f"http://{self.host}:{self.port}"
+
+
+def load_cookies(path: Path) -> MozillaCookieJar:
+    """The cookies of a Netscape cookies file (what browser extensions export as cookies.txt),
+    session cookies included; expired ones are loaded but never sent."""
+    jar = MozillaCookieJar()
+    try:
+        jar.load(str(path), ignore_discard=True, ignore_expires=True)
+    except LoadError as exc:
+        raise ValueError(f"{path} is not a Netscape cookies file: {exc}") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read the cookies file {path}: {exc.strerror}") from None
+    for cookie in jar:
+        if cookie.expires == 0:  # how exporters write a session cookie; 0 would be expired
+            cookie.expires, cookie.discard = None, True
+    return jar
 
 
 def _json_setting(text: str, kind: type, form: str) -> object:

@@ -18,7 +18,7 @@ from typing import Any
 import asyncpg
 from youtube_transcript_api.proxies import GenericProxyConfig
 
-from agentic_rag.config import Settings
+from agentic_rag.config import Settings, load_cookies
 from agentic_rag.embedding.embedders import DIMENSION, MODEL_NAME, Embedder, build_embedder
 from agentic_rag.knowledge.chunking import Chunker
 from agentic_rag.knowledge.document_graph import DocumentGraph
@@ -62,7 +62,6 @@ from agentic_rag.knowledge.sources.youtube import (
     InvalidVideoURLError,
     TranscriptError,
     YouTubeTranscripts,
-    load_cookies,
     parse_captions,
     video_id,
     watch_url,

@@ -5,18 +5,17 @@ Two ways in: `YouTubeTranscripts.fetch` downloads the captions with youtube-tran
 transcript the caller sends as WebVTT or SRT, for networks that cannot reach YouTube at all.
 Every failure of the download becomes a `TranscriptError` subclass that says what to do.
 
-Cookies (a signed-in browser's, exported as a Netscape cookies file: `load_cookies`) go into
-the HTTP session this module gives youtube-transcript-api, whose own cookie option is disabled
-in 1.2.5 ("not working properly with YouTube's most recent changes"): YouTube decides what they
-are worth, and they are sent only to the domains they name.
+Cookies (a signed-in browser's, exported as a Netscape cookies file: config.load_cookies reads
+it) go into the HTTP session this module gives youtube-transcript-api, whose own cookie option is
+disabled in 1.2.5 ("not working properly with YouTube's most recent changes"): YouTube decides
+what they are worth, and they are sent only to the domains they name.
 """
 
 import asyncio
 import io
 import re
 from collections.abc import Iterable, Sequence
-from http.cookiejar import CookieJar, LoadError, MozillaCookieJar
-from pathlib import Path
+from http.cookiejar import CookieJar
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -188,22 +187,6 @@ class YouTubeTranscripts:
             session.mount("https://", self.transport)
             session.mount("http://", self.transport)
         return session
-
-
-def load_cookies(path: Path) -> MozillaCookieJar:
-    """The cookies of a Netscape cookies file (what browser extensions export as cookies.txt),
-    session cookies included; expired ones are loaded but never sent."""
-    jar = MozillaCookieJar()
-    try:
-        jar.load(str(path), ignore_discard=True, ignore_expires=True)
-    except LoadError as exc:
-        raise ValueError(f"{path} is not a Netscape cookies file: {exc}") from None
-    except OSError as exc:
-        raise ValueError(f"cannot read the cookies file {path}: {exc.strerror}") from None
-    for cookie in jar:
-        if cookie.expires == 0:  # how exporters write a session cookie; 0 would be expired
-            cookie.expires, cookie.discard = None, True
-    return jar
 
 
 def parse_captions(
