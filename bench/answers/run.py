@@ -12,7 +12,7 @@ with apt-get when missing, served on 127.0.0.1 and ingested through `KnowledgeSe
 into a temporary data directory. Each question is answered with every answerer:
 
 - `extractive`: no LLM;
-- `double`: the hosted-LLM test double (tests/knowledge/test_knowledge_rerankers.py's ChatDouble,
+- `double`: the hosted-LLM test double (tests/support/knowledge.py's KnowledgeChatDouble,
   answering with hosted_double.py: one answer in five is one of the failures real models make);
 - `local:NAME`: a GGUF model run by llama.cpp in process, as `AGENTIC_RAG_LLM_LOCAL` runs it.
 
@@ -57,7 +57,7 @@ from agentic_rag.storage.postgres import connect
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.support.knowledge import ChatDouble  # noqa: E402
+from tests.support.knowledge import KnowledgeChatDouble  # noqa: E402
 from tests.support.live import serve_in_thread  # noqa: E402
 
 QUESTIONS = HERE / "questions.json"
@@ -185,7 +185,7 @@ async def answerer(
     async with AsyncExitStack() as stack:
         chat: ChatEndpoint | None = None
         if name == "double":
-            double = ChatDouble(hosted_double.answer)
+            double = KnowledgeChatDouble(hosted_double.answer)
             url = stack.enter_context(serve_in_thread(double.app()))
             chat = ChatEndpoint(f"{url}/v1", "hosted-double", "hosted-double")
         elif name.startswith("local:"):

@@ -5,7 +5,7 @@ over SQLite's documentation (public domain): the local Qwen's "Yes, foreign key 
 enforced by default in SQLite." against passages that say they are off by default, a bare "[3]",
 a wrong number, a citation of a source that does not exist. Through a live server, an LLM answer
 that fails is replaced by the quotes with a note; the LLM is the test double of a hosted chat API
-(ChatDouble, tests/knowledge/test_knowledge_rerankers.py), these machines reach none.
+(KnowledgeChatDouble, tests/support/knowledge.py), these machines reach none.
 """
 
 import re
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentic_rag.knowledge import answers, grounding
-from tests.support.knowledge import Caller, ChatDouble, output
+from tests.support.knowledge import Caller, KnowledgeChatDouble, output
 from tests.support.live import live_server, serve_in_thread
 from tests.support.security import create_key
 
@@ -126,8 +126,8 @@ def test_the_extractive_answer_is_whole_sentences_without_markup() -> None:
 
 
 @pytest.fixture
-def alpha(database_url: str, data_dir: Path) -> Iterator[tuple[Caller, ChatDouble]]:
-    double = ChatDouble(lambda prompt: CONTRADICTING if ENFORCED in prompt else GROUNDED)
+def alpha(database_url: str, data_dir: Path) -> Iterator[tuple[Caller, KnowledgeChatDouble]]:
+    double = KnowledgeChatDouble(lambda prompt: CONTRADICTING if ENFORCED in prompt else GROUNDED)
     key = create_key(database_url, "alpha", ["read", "write"])
     with (
         serve_in_thread(double.app()) as url,
@@ -146,7 +146,7 @@ def alpha(database_url: str, data_dir: Path) -> Iterator[tuple[Caller, ChatDoubl
 
 
 def test_a_failed_llm_answer_is_replaced_by_quotes_with_the_reason(
-    alpha: tuple[Caller, ChatDouble],
+    alpha: tuple[Caller, KnowledgeChatDouble],
 ) -> None:
     caller, double = alpha
     answer = output(caller.skill("hybrid_retrieve", query=ENFORCED))["answer"]

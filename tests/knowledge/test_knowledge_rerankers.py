@@ -18,7 +18,7 @@ from agentic_rag.knowledge.embeddings import default_tokenizer_path
 from onnx import TensorProto, helper
 from tokenizers import Tokenizer
 
-from tests.support.knowledge import Caller, ChatDouble, failure, output
+from tests.support.knowledge import Caller, KnowledgeChatDouble, failure, output
 from tests.support.live import LiveServer, live_server, serve_in_thread
 from tests.support.security import create_key
 
@@ -66,15 +66,15 @@ def counting_cross_encoder(directory: Path, word: str) -> int:
 
 
 @pytest.fixture
-def chat() -> Iterator[tuple[ChatDouble, str]]:
-    double = ChatDouble()
+def chat() -> Iterator[tuple[KnowledgeChatDouble, str]]:
+    double = KnowledgeChatDouble()
     with serve_in_thread(double.app()) as url:
         yield double, f"{url}/v1"
 
 
 @pytest.fixture
 def server(
-    database_url: str, data_dir: Path, tmp_path: Path, chat: tuple[ChatDouble, str]
+    database_url: str, data_dir: Path, tmp_path: Path, chat: tuple[KnowledgeChatDouble, str]
 ) -> Iterator[tuple[LiveServer, Caller]]:
     counting_cross_encoder(tmp_path / "cross-encoder", "crust")
     key = create_key(database_url, "alpha", ["read", "write"])
@@ -108,7 +108,7 @@ def test_the_cross_encoder_orders_by_its_scores(server: tuple[LiveServer, Caller
 
 
 def test_with_an_llm_answers_are_synthesised_and_it_can_rerank(
-    server: tuple[LiveServer, Caller], chat: tuple[ChatDouble, str]
+    server: tuple[LiveServer, Caller], chat: tuple[KnowledgeChatDouble, str]
 ) -> None:
     _, alpha = server
     answered = output(alpha.ask("How does a crust get crisp?"))

@@ -5,51 +5,20 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from agentic_rag.config import StructuredOutput
 from agentic_rag.llm.chat import LLMError, OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint
+from tests.support.hosted_chat import HostedChatDouble
 from tests.support.live import serve_in_thread
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 JSON_SCHEMA = {"type": "json_schema", "json_schema": {"name": "Named", "schema": SCHEMA}}
 
 
-class RecordingChat:
-    """The test double of a hosted chat API: records each request body, answers `{"name": "x"}`."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-
-    def app(self) -> Starlette:
-        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
-
-    async def _chat(self, request: Request) -> JSONResponse:
-        self.bodies.append(await request.json())
-        return JSONResponse(
-            {
-                "id": "recorded",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "m",
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": '{"name": "x"}'},
-                    }
-                ],
-            }
-        )
-
-
 @pytest.fixture(scope="module")
-def api() -> Iterator[tuple[RecordingChat, str]]:
-    double = RecordingChat()
+def api() -> Iterator[tuple[HostedChatDouble, str]]:
+    double = HostedChatDouble(lambda body: '{"name": "x"}')
     with serve_in_thread(double.app()) as url:
         yield double, f"{url}/v1"
 
@@ -62,7 +31,7 @@ def api() -> Iterator[tuple[RecordingChat, str]]:
     ],
 )
 async def test_the_schema_is_sent_the_way_the_backend_honours_it(
-    api: tuple[RecordingChat, str], mode: StructuredOutput, sent: dict[str, Any]
+    api: tuple[HostedChatDouble, str], mode: StructuredOutput, sent: dict[str, Any]
 ) -> None:
     double, url = api
     chat = OpenAIChat(ChatEndpoint(url, "m", "m", structured_output=mode))
@@ -74,8 +43,8 @@ async def test_the_schema_is_sent_the_way_the_backend_honours_it(
         await chat.aclose()
     assert completion["choices"][0]["message"]["content"] == '{"name": "x"}'
     assert plain["choices"][0]["message"]["content"] == '{"name": "x"}'
-    assert double.bodies[-2]["response_format"] == sent
-    assert double.bodies[-1]["response_format"] == {"type": "json_object"}
+    assert double.requests[-2]["response_format"] == sent
+    assert double.requests[-1]["response_format"] == {"type": "json_object"}
 
 
 async def test_an_endpoint_that_is_not_there_is_a_clear_error() -> None:

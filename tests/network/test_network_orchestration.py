@@ -11,11 +11,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
-
+from tests.support.hosted_chat import HostedChatDouble
 from tests.support.live import free_port, serve_in_thread
 from tests.support.peers.network import (
     Delegator,
@@ -212,29 +208,18 @@ def test_a_plan_that_is_not_a_graph_is_refused_with_the_reason(local: Delegator)
     assert "depend on each other in a cycle" in answer["error"]["message"]
 
 
-class PlannerDouble:
-    """The test double of a hosted LLM's OpenAI-compatible chat API, which plans two steps."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-
-    def app(self) -> Starlette:
-        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
-
-    async def _chat(self, request: Request) -> JSONResponse:
-        self.requests.append(await request.json())
-        plan = (
-            '{"steps": [{"id": "say", "skill": "script", "input": {"text": "planned"}},'
-            ' {"id": "echo", "skill": "script", "input": {"text": "${say.text}!"},'
-            ' "depends_on": ["say"]}]}'
-        )
-        return JSONResponse({"choices": [{"message": {"role": "assistant", "content": plan}}]})
+# What the hosted chat double answers the planner with: two steps, the second after the first.
+PLAN = (
+    '{"steps": [{"id": "say", "skill": "script", "input": {"text": "planned"}},'
+    ' {"id": "echo", "skill": "script", "input": {"text": "${say.text}!"},'
+    ' "depends_on": ["say"]}]}'
+)
 
 
 def test_with_an_llm_a_goal_without_a_plan_is_planned_and_run(
     database_url: str, data_dir: Path
 ) -> None:
-    planner = PlannerDouble()
+    planner = HostedChatDouble(lambda body: PLAN)
     with (
         serve_in_thread(planner.app()) as llm_url,
         delegator(database_url, data_dir, llm_base_url=f"{llm_url}/v1", llm_model="m") as url,

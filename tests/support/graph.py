@@ -15,12 +15,9 @@ from typing import Any
 import httpx
 import pytest
 from mcp import Client
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from tests.support.databases import new_database
+from tests.support.hosted_chat import HostedChatDouble, Refused
 from tests.support.live import LiveServer, live_server
 from tests.support.mcp import keyed_client
 from tests.support.security import create_keys
@@ -101,39 +98,26 @@ def failure(task: dict[str, Any]) -> str:
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "graph" / "llm-responses.json"
 
 
-class RecordedChat:
-    """The test double of a hosted LLM's chat API: recorded answers, by response schema."""
+def response_schema(body: dict[str, Any]) -> str:
+    """The name of the JSON schema a chat request asks its answer in ("" if none)."""
+    name: str = body.get("response_format", {}).get("json_schema", {}).get("name", "")
+    return name
+
+
+class RecordedChat(HostedChatDouble):
+    """The hosted chat double with recorded answers, by response schema."""
 
     def __init__(self) -> None:
-        self.answers: dict[str, Any] = json.loads(RECORDED.read_text())
+        super().__init__()
+        self.recorded: dict[str, Any] = json.loads(RECORDED.read_text())
         self.asked: list[str] = []
 
-    def app(self) -> Starlette:
-        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
-
-    async def _chat(self, request: Request) -> JSONResponse:
-        body = await request.json()
-        schema = body.get("response_format", {}).get("json_schema", {}).get("name", "")
+    async def answer(self, body: dict[str, Any]) -> str:
+        schema = response_schema(body)
         self.asked.append(schema)
-        if schema not in self.answers:
-            return JSONResponse({"error": {"message": f"nothing recorded for {schema!r}"}}, 400)
-        content = json.dumps(self.answers[schema])
-        return JSONResponse(
-            {
-                "id": "recorded",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": content},
-                    }
-                ],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-        )
+        if schema not in self.recorded:
+            raise Refused(f"nothing recorded for {schema!r}")
+        return json.dumps(self.recorded[schema])
 
 
 def queued_uuid(added: dict[str, Any]) -> str:
@@ -159,8 +143,8 @@ POISON = "POISON"  # an episode whose text holds this is refused by the LLM doub
 
 
 class GatedChat(RecordedChat):
-    """RecordedChat (a test double of a hosted LLM) whose answers wait for an open gate, and
-    which refuses, as a hosted API refuses a bad request, any prompt that holds `POISON`."""
+    """RecordedChat (the hosted chat double) whose answers wait for an open gate, and which
+    refuses, as a hosted API refuses a bad request, any prompt that holds `POISON`."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -168,13 +152,12 @@ class GatedChat(RecordedChat):
         self.gate.set()
         self.bodies: list[str] = []  # the user messages asked, in order
 
-    async def _chat(self, request: Request) -> JSONResponse:
-        body = await request.json()
+    async def answer(self, body: dict[str, Any]) -> str:
         self.bodies.append(" ".join(str(m.get("content", "")) for m in body["messages"]))
         await asyncio.to_thread(self.gate.wait)  # the gate is opened from the test's thread
         if POISON in self.bodies[-1]:
-            return JSONResponse({"error": {"message": "the prompt was refused"}}, 400)
-        return await super()._chat(request)
+            raise Refused("the prompt was refused")
+        return await super().answer(body)
 
 
 def graph_server(database_url: str, data_dir: Path, chat_url: str) -> Any:
@@ -252,31 +235,15 @@ MENTIONS = "# Launch day\n\nAcme flew its first rocket; Alice watched it from th
 
 
 class StatingChat(RecordedChat):
-    """RecordedChat (a test double of a hosted LLM) that answers the fact extraction with the
+    """RecordedChat (the hosted chat double) that answers the fact extraction with the
     recorded fact only when the episode being extracted says it, as a model would: any other
     episode yields the entities (Alice, Acme) and no fact."""
 
-    async def _chat(self, request: Request) -> JSONResponse:
-        body = await request.json()
-        schema = body.get("response_format", {}).get("json_schema", {}).get("name", "")
+    async def answer(self, body: dict[str, Any]) -> str:
+        schema = response_schema(body)
         prompt = " ".join(str(m.get("content", "")) for m in body["messages"])
         current = prompt.partition("<CURRENT_MESSAGE>")[2].partition("</CURRENT_MESSAGE>")[0]
         if schema == "ExtractedEdges" and FACT not in current:
             self.asked.append(schema)
-            return JSONResponse(
-                {
-                    "id": "recorded",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [
-                        {
-                            "index": 0,
-                            "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": '{"edges": []}'},
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                }
-            )
-        return await super()._chat(request)
+            return '{"edges": []}'
+        return await super().answer(body)

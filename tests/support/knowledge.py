@@ -6,11 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
+from tests.support.hosted_chat import HostedChatDouble
 from tests.support.rpc import call, text_message
 
 
@@ -80,23 +77,19 @@ def page(title: str, text: str, *links: str) -> str:
     )
 
 
-class ChatDouble:
-    """The test double of a hosted LLM's OpenAI-compatible chat API. `answer` writes its answer
-    from the question's prompt (the sources and the question); by default it answers
-    "According to the sources, steam makes the crust crisp [1]."."""
+class KnowledgeChatDouble(HostedChatDouble):
+    """The hosted chat double as the knowledge engine asks it: it grades passages by the words
+    they share with the question (the LLM reranker), and answers a question with what `answer`
+    writes from its prompt (the sources and the question); by default "According to the
+    sources, steam makes the crust crisp [1]."."""
 
     def __init__(self, answer: Callable[[str], str] | None = None) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self._answer = answer or (
+        super().__init__()
+        self._write = answer or (
             lambda _: "According to the sources, steam makes the crust crisp [1]."
         )
 
-    def app(self) -> Starlette:
-        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
-
-    async def _chat(self, request: Request) -> JSONResponse:
-        body = await request.json()
-        self.requests.append(body)
+    async def answer(self, body: dict[str, Any]) -> str:
         system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
         if system.startswith("Grade how well"):
             question = user.split("\n", 1)[0].removeprefix("Question: ")
@@ -104,9 +97,5 @@ class ChatDouble:
             numbered = re.split(r"(?m)^\[(\d+)\] ", user.split("Passages:\n", 1)[1])[1:]
             passages = zip(numbered[::2], numbered[1::2], strict=True)
             grades = {n: len(words & set(re.findall(r"\w+", text.lower()))) for n, text in passages}
-            content = '{"grades": ' + str(grades).replace("'", '"') + "}"
-        else:
-            content = self._answer(user)
-        return JSONResponse(
-            {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
-        )
+            return '{"grades": ' + str(grades).replace("'", '"') + "}"
+        return self._write(user)
