@@ -29,7 +29,7 @@ from starlette.routing import Route
 from agentic_rag.mcp.resources import TEMPLATE, document_uri
 from agentic_rag.mcp.tasks import PAGE_SIZE as TASKS_PAGE
 from tests.support.databases import new_database
-from tests.support.knowledge import _page as page_html
+from tests.support.knowledge import article_page
 from tests.support.live import LiveServer, live_server, serve_in_thread
 from tests.support.mcp import BIN, base_env, until
 from tests.support.security import create_keys
@@ -81,10 +81,12 @@ class Site:
         async def serve(request: Request) -> Response:
             path = request.url.path
             if path == "/tides":
-                return HTMLResponse(page_html("Tide table", self.text))
+                return HTMLResponse(article_page("Tide table", self.text))
             if path == "/broken":
                 link = '<a href="/missing">the missing page</a>'
-                return HTMLResponse(page_html("Broken links", "A page that links nowhere.", link))
+                return HTMLResponse(
+                    article_page("Broken links", "A page that links nowhere.", link)
+                )
             return PlainTextResponse("not found", status_code=404)
 
         return Starlette(routes=[Route("/{path:path}", serve)])

@@ -32,7 +32,7 @@ from starlette.routing import Route
 from agentic_rag.mcp.resources import PAGE_SIZE
 from agentic_rag.security.auth import FORBIDDEN
 from tests.support.databases import new_database
-from tests.support.knowledge import GARDEN, KITCHEN, _page
+from tests.support.knowledge import GARDEN, KITCHEN, article_page
 from tests.support.live import LiveServer, live_server, serve_in_thread
 from tests.support.mcp import Progress, text_of
 from tests.support.security import create_keys
@@ -168,10 +168,14 @@ class GatedSite:
             self.requests[path] += 1
             if path == "/":
                 links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in self.PAGES)
-                return HTMLResponse(_page("Harbour index", "The pages of the harbour.", links))
+                return HTMLResponse(
+                    article_page("Harbour index", "The pages of the harbour.", links)
+                )
             if path in self.PAGES:
                 await asyncio.to_thread(self.gate.wait, 60)
-                return HTMLResponse(_page(path[1:], f"All about the {path[1:]} of the town."))
+                return HTMLResponse(
+                    article_page(path[1:], f"All about the {path[1:]} of the town.")
+                )
             return PlainTextResponse("not found", status_code=404)
 
         return Starlette(routes=[Route("/{path:path}", serve)])

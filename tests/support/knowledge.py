@@ -11,7 +11,8 @@ from tests.support.hosted_chat import HostedChatDouble
 from tests.support.rpc import call, text_message
 
 
-def _page(title: str, text: str, links: str = "") -> str:
+def article_page(title: str, text: str, links: str = "") -> str:
+    """A long enough HTML article titled `title`, its navigation holding the `links` (<li>s)."""
     return (
         f"<!doctype html><html><head><title>{title}</title></head><body><nav><ul>{links}</ul>"
         f"</nav><main><article><h1>{title}</h1><p>{text} It is a long and detailed page about "
