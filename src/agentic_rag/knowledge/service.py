@@ -38,14 +38,6 @@ from agentic_rag.knowledge.results import (
 )
 from agentic_rag.knowledge.retrieval import Retrieval, RetrievalConfig
 from agentic_rag.knowledge.sources.boilerplate import CrawlBoilerplate, SiteBlocks
-from agentic_rag.knowledge.sources.fetch import (
-    PDF,
-    Fetcher,
-    FetchError,
-    FetchLimits,
-    Resource,
-    Validators,
-)
 from agentic_rag.knowledge.sources.markdown import markdown_sections
 from agentic_rag.knowledge.sources.pdf import PdfError, PdfReader
 from agentic_rag.knowledge.sources.web import (
@@ -73,6 +65,14 @@ from agentic_rag.knowledge.store.spaces import Space
 from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint
+from agentic_rag.security.fetch import (
+    PDF,
+    Fetcher,
+    FetchError,
+    FetchLimits,
+    Resource,
+    Validators,
+)
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
 
 log = logging.getLogger(__name__)

@@ -16,14 +16,14 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.compat.v0_3.types import AgentCard as CardV03
 from pydantic import BaseModel, ValidationError
 
-from agentic_rag.knowledge.sources.fetch import (
+from agentic_rag.network.peers import PeerSkill
+from agentic_rag.schema.a2a import AgentCard as CardV02
+from agentic_rag.security.fetch import (
     Fetcher,
     FetchError,
     FetchLimits,
     NotModified,
 )
-from agentic_rag.network.peers import PeerSkill
-from agentic_rag.schema.a2a import AgentCard as CardV02
 from agentic_rag.security.ssrf import SSRFGuard
 
 # Where a card is looked for when a bare base URL is registered: the 0.3+ path first.

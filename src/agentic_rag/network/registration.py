@@ -8,7 +8,6 @@ address is registered only if `AGENTIC_RAG_PEERS_ALLOW_PRIVATE` names it.
 import socket
 from typing import Any, Literal
 
-from agentic_rag.knowledge.sources.fetch import FetchError
 from agentic_rag.network.cards import (
     Capability,
     CardError,
@@ -19,6 +18,7 @@ from agentic_rag.network.cards import (
 )
 from agentic_rag.network.peers import Peer
 from agentic_rag.network.registry import PeerRegistry
+from agentic_rag.security.fetch import FetchError
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
 
 ALLOW_SETTING = "AGENTIC_RAG_PEERS_ALLOW_PRIVATE"

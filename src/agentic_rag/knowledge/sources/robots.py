@@ -14,7 +14,7 @@ from typing import Protocol
 import httpx
 from protego import Protego
 
-from agentic_rag.knowledge.sources.fetch import Fetcher, FetchError, NotModified
+from agentic_rag.security.fetch import Fetcher, FetchError, NotModified
 
 ROBOTS_USER_AGENT = "agentic-rag"
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309 asks crawlers to read at least 500 KiB

@@ -38,7 +38,12 @@ from typing import Literal, Protocol
 import httpx
 
 from agentic_rag.knowledge.documents import ExtractedDocument
-from agentic_rag.knowledge.sources.fetch import (
+from agentic_rag.knowledge.sources.html_page import HTML_TYPES, normalize_url, read_html
+from agentic_rag.knowledge.sources.markdown import markdown_sections
+from agentic_rag.knowledge.sources.pdf import EmptyPdfError, PdfError, aextract_pdf
+from agentic_rag.knowledge.sources.robots import Clock, HostPacer, MonotonicClock, Robots
+from agentic_rag.knowledge.sources.sitemaps import SitemapEntry, SitemapError, parse_sitemap
+from agentic_rag.security.fetch import (
     PDF,
     Fetcher,
     FetchError,
@@ -47,11 +52,6 @@ from agentic_rag.knowledge.sources.fetch import (
     Resource,
     Validators,
 )
-from agentic_rag.knowledge.sources.html_page import HTML_TYPES, normalize_url, read_html
-from agentic_rag.knowledge.sources.markdown import markdown_sections
-from agentic_rag.knowledge.sources.pdf import EmptyPdfError, PdfError, aextract_pdf
-from agentic_rag.knowledge.sources.robots import Clock, HostPacer, MonotonicClock, Robots
-from agentic_rag.knowledge.sources.sitemaps import SitemapEntry, SitemapError, parse_sitemap
 from agentic_rag.security.ssrf import SSRFGuard
 
 log = logging.getLogger(__name__)
