@@ -38,9 +38,6 @@ from tests.support.mcp import (
 )
 from tests.support.security import create_keys
 
-# -- skills that let a test see what happened inside the server ---------------------------
-
-
 # -- servers ------------------------------------------------------------------------------
 
 
