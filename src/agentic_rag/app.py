@@ -41,10 +41,11 @@ from agentic_rag.skills.help import default_registry
 from agentic_rag.storage.cluster import Cluster
 from agentic_rag.storage.database import embedded_postgres
 from agentic_rag.storage.postgres import connect
+from agentic_rag.tasks.active import ActiveTasks, LocalWorkQueue
 from agentic_rag.tasks.journal import Journal, LocalEventBus
 from agentic_rag.tasks.push import PushNotifier, SigningKeys
 from agentic_rag.tasks.runner import Runner
-from agentic_rag.tasks.service import LocalWorkQueue, TaskService
+from agentic_rag.tasks.service import TaskService
 from agentic_rag.tasks.store import TaskStore
 
 if TYPE_CHECKING:
@@ -175,13 +176,13 @@ class Engine:
         self._stack.push_async_callback(notifier.aclose)
         journal.start()
         self._stack.push_async_callback(journal.stop)
-        queue = LocalWorkQueue()
+        work = ActiveTasks(LocalWorkQueue())
         self.service = TaskService(
             store,
             journal,
             bus,
             self.registry,
-            queue,
+            work,
             notifier,
             guard,
             cluster,
@@ -196,7 +197,7 @@ class Engine:
             self._stack,
             chat,
         )
-        runner = Runner(self.service, queue, max_running=settings.max_running_tasks)
+        runner = Runner(self.service, work, max_running=settings.max_running_tasks)
         await self.service.recover()
         runner.start()
         self._stack.push_async_callback(runner.stop)

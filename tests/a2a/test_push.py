@@ -14,7 +14,7 @@ import asyncpg
 import httpx
 import jwt
 import pytest
-from agentic_rag.a2a.push import TOKEN_HEADER, PushNotifier, SigningKeys, validate_config
+from agentic_rag.tasks.push import TOKEN_HEADER, PushNotifier, SigningKeys, validate_config
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from starlette.applications import Starlette
@@ -210,7 +210,7 @@ async def test_no_retry_on_400(
     webhook, base = receiver
     webhook.script["bad"] = [400, 200]
     push = notifier(keys)
-    with caplog.at_level(logging.WARNING, logger="agentic_rag.a2a.push"):
+    with caplog.at_level(logging.WARNING, logger="agentic_rag.tasks.push"):
         push.notify(make_task(), [PushConfig(url=f"{base}/hook/bad", token=SECRET)])
         await push.drain()
     await push.aclose()
@@ -227,7 +227,7 @@ async def test_gives_up_and_never_logs_secrets(
         unused.bind(("127.0.0.1", 0))
         closed_port = unused.getsockname()[1]
     push = notifier(keys, max_attempts=3)
-    with caplog.at_level(logging.WARNING, logger="agentic_rag.a2a.push"):
+    with caplog.at_level(logging.WARNING, logger="agentic_rag.tasks.push"):
         push.notify(
             make_task(),
             [
@@ -250,7 +250,7 @@ async def test_refused_url_is_never_contacted(
 ) -> None:
     webhook, base = receiver
     push = notifier(keys, guard=SSRFGuard())
-    with caplog.at_level(logging.WARNING, logger="agentic_rag.a2a.push"):
+    with caplog.at_level(logging.WARNING, logger="agentic_rag.tasks.push"):
         push.notify(make_task(), [PushConfig(url=f"{base}/hook/private")])
         await push.drain()
     await push.aclose()
@@ -264,7 +264,7 @@ async def test_token_with_crlf_is_never_sent(
 ) -> None:
     webhook, base = receiver
     push = notifier(keys)
-    with caplog.at_level(logging.WARNING, logger="agentic_rag.a2a.push"):
+    with caplog.at_level(logging.WARNING, logger="agentic_rag.tasks.push"):
         push.notify(make_task(), [PushConfig(url=f"{base}/hook/x", token="a\r\nX-Evil: 1")])
         await push.drain()
     await push.aclose()
@@ -298,7 +298,7 @@ async def test_notify_does_not_wait_and_aclose_is_bounded(
     push.notify(make_task(), [PushConfig(url=f"{base}/slow")])
     assert time.monotonic() - started < 0.05
     await webhook.slow_arrived.wait()  # the delivery runs in the background
-    with caplog.at_level(logging.WARNING, logger="agentic_rag.a2a.push"):
+    with caplog.at_level(logging.WARNING, logger="agentic_rag.tasks.push"):
         await push.aclose(grace=0.2)
         push.notify(make_task("late"), [PushConfig(url=f"{base}/hook/late")])
     assert time.monotonic() - started < 2

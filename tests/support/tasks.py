@@ -1,9 +1,8 @@
 """Tasks made by hand, for tests that write to the store directly (as a crash leaves them)."""
 
-from agentic_rag.a2a.store import TaskWrite
-from agentic_rag.a2a.tasks import serialize, text_part
-
 from agentic_rag.schema.a2a import Message, Role, Task, TaskState, TaskStatus
+from agentic_rag.tasks.parts import serialize, text_part
+from agentic_rag.tasks.store import TaskWrite
 
 
 def a_task(task_id: str, state: TaskState, text: str = "hi", context_id: str = "c") -> Task:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import asyncpg
 import httpx
-from agentic_rag.a2a.store import TaskStore
+from agentic_rag.tasks.store import TaskStore
 
 from agentic_rag.schema.a2a import TaskState
 from conformance.skills import conformance_registry

@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 import httpx
-from agentic_rag.a2a.states import TERMINAL, TRANSITIONS
+from agentic_rag.tasks.states import TERMINAL, TRANSITIONS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

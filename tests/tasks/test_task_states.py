@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentic_rag.a2a import states
+from agentic_rag.tasks import states
 from agentic_rag.schema.a2a import (
     Artifact,
     Message,

@@ -1,11 +1,11 @@
 """The task store keeps the newest snapshot, whatever order the journal's commits finish in."""
 
 import asyncpg
-from agentic_rag.a2a.store import TaskStore, TaskWrite
-from agentic_rag.a2a.tasks import serialize
 
-from agentic_rag.a2a import states
 from agentic_rag.schema.a2a import TaskState
+from agentic_rag.tasks import states
+from agentic_rag.tasks.parts import serialize
+from agentic_rag.tasks.store import TaskStore, TaskWrite
 from tests.support.tasks import a_task
 
 

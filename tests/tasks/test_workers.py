@@ -21,16 +21,16 @@ import asyncpg
 import httpx
 import orjson
 import pytest
-from agentic_rag.a2a.cluster import WORKER_LOCK_CLASS
-from agentic_rag.a2a.store import TaskConflict, TaskStore, TaskWrite
-from agentic_rag.a2a.tasks import serialize
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from agentic_rag.a2a import states
 from agentic_rag.schema.a2a import TaskState
 from agentic_rag.serving import claim_port
+from agentic_rag.storage.cluster import WORKER_LOCK_CLASS
+from agentic_rag.tasks import states
+from agentic_rag.tasks.parts import serialize
+from agentic_rag.tasks.store import TaskConflict, TaskStore, TaskWrite
 from conformance.skills import conformance_registry
 from tests.support.live import free_port, live_server, run_sut, serve_in_thread
 from tests.support.push import Webhook

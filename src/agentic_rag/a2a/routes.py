@@ -36,8 +36,8 @@ from agentic_rag.schema.compat import (
 )
 from agentic_rag.security.principal import ALL_SCOPES, Scope, principal_of
 from agentic_rag.tasks.errors import TaskError
-from agentic_rag.tasks.parts import agent_text, with_history
-from agentic_rag.tasks.service import Accepted, Reply, final_status
+from agentic_rag.tasks.parts import agent_text, final_status, with_history
+from agentic_rag.tasks.service import Accepted, Reply
 from agentic_rag.tasks.store import Event
 
 if TYPE_CHECKING:

@@ -277,15 +277,10 @@ class DelegationService:
     async def status_changed(self, tenant: str, task_id: str, url: str) -> None:
         """Send the task as it is now, signed, to its status callback `url`."""
         service = self._tasks()
-        if service.notifier is None:
-            return
-        configs = [c for c in await service.push_configs(tenant, task_id) if c.url == url]
-        if configs:
-            service.notifier.notify(await service.get(tenant, task_id), configs[:1])
+        await service.push.tell(await service.get(tenant, task_id), tenant, url)
 
     def _cancel_requested(self, tenant: str, task_id: str) -> bool:
-        active = self._tasks().active.get((tenant, task_id))
-        return active is not None and active.cancel_requested
+        return self._tasks().canceling(tenant, task_id)
 
     def _settled(self, delegation: Delegation) -> DelegationResult:
         if delegation.state == "completed" and delegation.result is not None:

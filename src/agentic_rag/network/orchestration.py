@@ -185,8 +185,7 @@ class Orchestrator:
                 )
 
     def _cancel_requested(self, tenant: str, task_id: str) -> bool:
-        active = self._tasks().active.get((tenant, task_id))
-        return active is not None and active.cancel_requested
+        return self._tasks().canceling(tenant, task_id)
 
     async def _decompose(self, ctx: SkillContext, goal: str) -> list[PlanStep]:
         """The LLM's plan for `goal`, over this agent's skills and its peers' capabilities."""

@@ -1,9 +1,20 @@
-"""Reading and making the parts of the task record (A2A 0.2.1 messages, the stored format)."""
+"""Reading and making the task record's parts, messages and logged events (A2A 0.2.1
+shapes: the stored format)."""
 
 from typing import Any
 
 from agentic_rag.ids import new_id
-from agentic_rag.schema.a2a import DataPart, Message, Part, Role, Task, TextPart
+from agentic_rag.schema.a2a import (
+    DataPart,
+    Message,
+    Part,
+    Role,
+    Task,
+    TaskStatusUpdateEvent,
+    TextPart,
+)
+from agentic_rag.tasks import states
+from agentic_rag.tasks.store import Event
 
 
 def text_of(message: Message) -> str:
@@ -41,3 +52,15 @@ def with_history(task: Task, history_length: int | None) -> Task:
         return task
     history = task.history[-history_length:] if history_length else []
     return task.model_copy(update={"history": history})
+
+
+def serialize(event: states.TaskEvent, seq: int) -> Event:
+    """`event` as the log keeps it, `seq`th of its task."""
+    final = isinstance(event, TaskStatusUpdateEvent) and event.final
+    return Event(seq, event.kind, final, event.model_dump_json(by_alias=True, exclude_none=True))
+
+
+def final_status(task: Task) -> Event:
+    """The status-update that tells a follower a settled task's state; not logged (no seq)."""
+    final = states.status_event(task, task.status.state)
+    return serialize(final.model_copy(update={"status": task.status}), 0)

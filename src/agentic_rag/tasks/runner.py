@@ -15,8 +15,9 @@ from agentic_rag.schema.a2a import (
 from agentic_rag.skills import InputRequired, SkillError
 from agentic_rag.skills.metering import SkillCall
 from agentic_rag.tasks import states
+from agentic_rag.tasks.active import ActiveTask, ActiveTasks
 from agentic_rag.tasks.parts import agent_text, data_part, text_of, text_part
-from agentic_rag.tasks.service import ActiveTask, TaskService, WorkQueue
+from agentic_rag.tasks.service import TaskService
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +73,9 @@ class TaskSkillContext:
 
 class Runner:
     def __init__(
-        self, service: TaskService, queue: WorkQueue, *, max_running: int, grace: float = 5.0
+        self, service: TaskService, work: ActiveTasks, *, max_running: int, grace: float = 5.0
     ) -> None:
-        self._service, self._queue = service, queue
+        self._service, self._work = service, work
         self._slots = asyncio.Semaphore(max_running)
         self._running: set[asyncio.Task[None]] = set()
         self._dispatcher: asyncio.Task[None] | None = None
@@ -96,13 +97,11 @@ class Runner:
 
     async def _dispatch(self) -> None:
         while True:
-            job = await self._queue.get()
+            job = await self._work.waiting()
             await self._slots.acquire()
-            active = self._service.active.get((job.tenant, job.task_id))
-            if active is None or active.task.status.state in states.TERMINAL:
+            active = self._work.runnable(job)
+            if active is None:
                 self._slots.release()  # canceled while queued
-                if active is not None:
-                    self._service.active.pop(active.key, None)
                 continue
             run = asyncio.create_task(self._execute(active), name=f"task {job.task_id}")
             active.runner = run
@@ -115,7 +114,7 @@ class Runner:
         active.started = True
         if active.task.status.state in states.TERMINAL:  # canceled before it could start
             active.runner = None
-            service.active.pop(active.key, None)
+            self._work.release(active)
             active.done.set()
             return
         task = active.task
@@ -184,9 +183,9 @@ class Runner:
                 await self._fail_from_stored(active, exc)
         finally:
             active.runner = None
-            service.active.pop(active.key, None)
+            self._work.release(active)
             active.done.set()
-        await service.notify(active)
+        await service.push.settled(active)
 
     async def _fail_from_stored(self, active: ActiveTask, error: Exception) -> None:
         """Roll the task back to its durable state, then fail it with the reason."""

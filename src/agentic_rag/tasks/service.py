@@ -10,9 +10,9 @@ import contextlib
 import logging
 import uuid
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Literal
 
 from agentic_rag.ids import new_id
 from agentic_rag.observability import metrics as observed
@@ -22,73 +22,31 @@ from agentic_rag.schema.a2a import (
     Task,
     TaskState,
     TaskStatus,
-    TaskStatusUpdateEvent,
 )
 from agentic_rag.schema.compat import PushConfig, SendParams
 from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.skills import SkillRegistry
 from agentic_rag.storage.cluster import WORKER_LOCK_CLASS, Cluster
 from agentic_rag.tasks import states
+from agentic_rag.tasks.active import ActiveTask, ActiveTasks
 from agentic_rag.tasks.calls import OUTPUT_MODES, CallReader, Invocation, accepts_output
 from agentic_rag.tasks.errors import (
     OutputNotAcceptedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     TaskRequestError,
-    TaskUnavailableError,
 )
 from agentic_rag.tasks.journal import EventBus, Journal, Subscription
-from agentic_rag.tasks.parts import agent_text, has_message, with_history
-from agentic_rag.tasks.push import PushNotifier, validate_config
+from agentic_rag.tasks.parts import agent_text, final_status, has_message, serialize
+from agentic_rag.tasks.push import PushNotifier
+from agentic_rag.tasks.push_configs import PushConfigs
+from agentic_rag.tasks.relay import Relay, Relayed
 from agentic_rag.tasks.store import Event, StoredTask, TaskConflict, TaskStore, TaskWrite
 
 log = logging.getLogger(__name__)
 
-# How long `tasks/cancel` waits for another worker to stop a task it runs.
-REMOTE_CANCEL_SECONDS = 10.0
-# How long a follower of another worker's task waits for news before reading the log anyway
-# (a notification lost with a dropped connection then costs this much delay, not a hang).
-REMOTE_POLL_SECONDS = 5.0
-# How long a message handed on to the worker that runs its task may take to be stored.
-REMOTE_MESSAGE_SECONDS = 10.0
 # The namespace of follow-up task ids (`follow_up_id`).
 FOLLOW_UPS = uuid.UUID("5d0c8f3e-8a4b-4c1e-9d59-2f0b7a6c3e41")
-
-
-@dataclass
-class ActiveTask:
-    tenant: str
-    task: Task
-    last_seq: int
-    runner: asyncio.Task[None] | None = None
-    started: bool = (
-        False  # whether the runner's coroutine has begun (it can be cancelled only then)
-    )
-    cancel_requested: bool = False
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    written: asyncio.Future[None] | None = None  # the journal write of the latest events
-    journaled: TaskWrite | None = None  # what that write holds
-    invocation: Invocation | None = None  # resolved when the message was accepted
-
-    async def durable(self) -> "ActiveTask":
-        """Wait until what this task shows is in the database, so clients see no state that
-        a crash could take back."""
-        while self.written is not None and not self.written.done():
-            await asyncio.shield(self.written)
-        return self
-
-    def snapshot_json(self, history_length: int | None = None) -> str:
-        """The task as JSON, as `with_history` cuts it; the journal made it once already."""
-        journaled = self.journaled
-        if history_length is None and journaled is not None and journaled.task is self.task:
-            return journaled.snapshot_json
-        return with_history(self.task, history_length).model_dump_json(
-            by_alias=True, exclude_none=True
-        )
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.tenant, self.task.id)
 
 
 @dataclass
@@ -108,60 +66,6 @@ class Accepted:
 Reply = Literal["final", "created", "stream"]
 
 
-class Relayed:
-    """A `Subscription` to the events of a task that another worker runs, read from the log
-    (`TaskService._follow_elsewhere`)."""
-
-    def __init__(self, events: AsyncGenerator[Event, None]) -> None:
-        self._events = events
-        self._closing: asyncio.Future[None] | None = None
-
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self._events
-
-    def close(self) -> None:
-        # An async generator closes asynchronously; closing it leaves its watch of the task.
-        self._closing = asyncio.ensure_future(self._events.aclose())
-
-
-@dataclass(frozen=True)
-class Job:
-    tenant: str
-    task_id: str
-
-
-class WorkQueue(Protocol):
-    """Where accepted tasks wait for this worker's runner (a task runs where it was accepted)."""
-
-    async def put(self, job: Job) -> None: ...
-
-    async def get(self) -> Job: ...
-
-
-class LocalWorkQueue:
-    """The work queue of a single process."""
-
-    def __init__(self) -> None:
-        self._queue: asyncio.Queue[Job] = asyncio.Queue()
-
-    async def put(self, job: Job) -> None:
-        self._queue.put_nowait(job)
-
-    async def get(self) -> Job:
-        return await self._queue.get()
-
-
-def serialize(event: states.TaskEvent, seq: int) -> Event:
-    final = isinstance(event, TaskStatusUpdateEvent) and event.final
-    return Event(seq, event.kind, final, event.model_dump_json(by_alias=True, exclude_none=True))
-
-
-def final_status(task: Task) -> Event:
-    """The status-update that tells a follower a settled task's state; not logged (no seq)."""
-    final = states.status_event(task, task.status.state)
-    return serialize(final.model_copy(update={"status": task.status}), 0)
-
-
 def follow_up_id(task_id: str, message_id: str) -> str:
     """The id of the task that message `message_id` to the final task `task_id` starts: the
     same for every retry of the message, so that one follow-up runs, once."""
@@ -175,7 +79,7 @@ class TaskService:
         journal: Journal,
         bus: EventBus,
         registry: SkillRegistry,
-        queue: WorkQueue,
+        work: ActiveTasks,
         notifier: PushNotifier | None,
         guard: SSRFGuard,
         cluster: Cluster,
@@ -184,13 +88,14 @@ class TaskService:
     ) -> None:
         self.store, self.journal, self.bus, self.cluster = store, journal, bus, cluster
         self.read_call = read_call
-        self.registry, self.queue, self.notifier, self.guard = registry, queue, notifier, guard
-        self.active: dict[tuple[str, str], ActiveTask] = {}
+        self.registry, self.work = registry, work
+        self.push = PushConfigs(store, notifier, guard)
+        self.relay = Relay(store, cluster)
         self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
         self._background: set[asyncio.Task[None]] = set()
-        cluster.take_messages(runs_here=self.runs_here, take=self.take_message)
+        cluster.take_messages(runs_here=work.runs_here, take=self.take_message)
 
     # -- changing tasks --------------------------------------------------------------------
 
@@ -215,7 +120,7 @@ class TaskService:
         return lock
 
     async def _load(self, tenant: str, task_id: str) -> ActiveTask | None:
-        active = self.active.get((tenant, task_id))
+        active = self.work.get(tenant, task_id)
         if active is not None:
             return await active.durable()
         stored = await self.store.get(tenant, task_id)
@@ -238,7 +143,7 @@ class TaskService:
             raise TaskRequestError("a message sent to an agent must have role 'user'")
         push_config = config.push_notification_config if config else None
         if push_config is not None:
-            self._check_push_config(push_config)
+            self.push.check(push_config)
         if config and not accepts_output(config.accepted_output_modes):
             raise OutputNotAcceptedError(
                 f"this agent answers with {', '.join(OUTPUT_MODES)}; "
@@ -286,7 +191,7 @@ class TaskService:
         active = ActiveTask(tenant, task, 0, invocation=invocation)
         durable = self.emit(active, task)
         events = self.bus.subscribe(tenant, task_id) if reply != "created" else None
-        self.active[active.key] = active
+        self.work.hold(active)
         try:
             if reply != "final" or claim:
                 # The caller sees the task as created, so that must be durable first; a
@@ -294,13 +199,13 @@ class TaskService:
                 # creation anyway.
                 await durable
             if push is not None:
-                await self._save_push_config(tenant, task_id, push)
+                await self.push.save(tenant, task_id, push)
         except BaseException:
-            self.active.pop(active.key, None)
+            self.work.release(active)
             if events is not None:
                 events.close()
             raise
-        await self.queue.put(Job(tenant, task_id))
+        await self.work.queue(active)
         return Accepted(active, task, active.last_seq, events)
 
     async def _continue(
@@ -322,7 +227,7 @@ class TaskService:
         invocation.check()
         if state in states.PAUSED:
             return await self._resume(active, message, invocation, push, reply)
-        if active.key in self.active:
+        if self.work.runs_here(*active.key):
             return await self._append(active, message, push, reply)
         return await self._hand_over(active, message, push, reply)
 
@@ -343,15 +248,14 @@ class TaskService:
             # to store its events goes on; the others then see it working.
             await self.emit(active, message, states.status_event(task, TaskState.working))
             if push is not None:
-                await self._save_push_config(active.tenant, task.id, push)
+                await self.push.save(active.tenant, task.id, push)
         except BaseException:
             if events is not None:
                 events.close()
             raise
         active.done = asyncio.Event()
         active.invocation = invocation
-        self.active[active.key] = active
-        await self.queue.put(Job(active.tenant, task.id))
+        await self.work.queue(active)
         return Accepted(active, active.task, active.last_seq, events)
 
     async def _append(
@@ -361,7 +265,7 @@ class TaskService:
         (`ctx.texts`). The answer is the task as it stands; a stream goes on with its events."""
         await self.emit(active, message)
         if push is not None:
-            await self._save_push_config(active.tenant, active.task.id, push)
+            await self.push.save(active.tenant, active.task.id, push)
         return self._accepted(await active.durable(), follow=reply == "stream")
 
     async def _hand_over(
@@ -375,41 +279,20 @@ class TaskService:
         """
         tenant, task_id = stored.key
         await self.recover()  # the worker that ran it may be gone
-        if stored.key in self.active:
+        if self.work.runs_here(tenant, task_id):
             raise TaskConflict(f"task {task_id} is now this worker's")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + REMOTE_MESSAGE_SECONDS
-        raw = message.model_dump_json(by_alias=True, exclude_none=True).encode()
-        with self.cluster.watch(tenant, task_id) as changed:
-            await self.cluster.hand_message(tenant, task_id, raw)
-            while True:
-                changed.clear()
-                current = await self.store.get(tenant, task_id)
-                assert current is not None  # tasks are never deleted
-                if has_message(current.task, message.message_id):
-                    break
-                if current.task.status.state not in states.IN_PROGRESS or stored.key in self.active:
-                    raise TaskConflict(f"task {task_id} moved on before it took the message")
-                if loop.time() >= deadline:
-                    raise TaskUnavailableError(
-                        f"task {task_id} runs on another worker, which did not take the message "
-                        f"within {REMOTE_MESSAGE_SECONDS:.0f} s; send it again (a messageId "
-                        "joins a task once)"
-                    )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), deadline - loop.time())
+        current = await self.relay.hand_message(
+            tenant, task_id, message, here=lambda: self.work.runs_here(tenant, task_id)
+        )
         if push is not None:
-            await self._save_push_config(tenant, task_id, push)
+            await self.push.save(tenant, task_id, push)
         return self._accepted(
             ActiveTask(tenant, current.task, current.last_seq), follow=reply == "stream"
         )
 
-    def runs_here(self, tenant: str, task_id: str) -> bool:
-        return (tenant, task_id) in self.active
-
     def take_message(self, tenant: str, task_id: str, raw: bytes) -> None:
         """Another worker hands on a client's message to a task in progress here."""
-        active = self.active.get((tenant, task_id))
+        active = self.work.get(tenant, task_id)
         if active is None:
             return  # it settled meanwhile: the other worker sees that and decides again
         message = Message.model_validate_json(raw)
@@ -444,9 +327,9 @@ class TaskService:
         task, seq = active.task, active.last_seq
         if not follow or states.is_final(task.status.state):
             return Accepted(active, task, seq, None)
-        if active.key in self.active:
+        if self.work.runs_here(*active.key):
             return Accepted(active, task, seq, self.bus.subscribe(active.tenant, task.id))
-        relayed = Relayed(self._follow_elsewhere(active.tenant, task.id, seq))
+        relayed = Relayed(self.relay.follow(active.tenant, task.id, seq))
         return Accepted(active, task, seq, relayed, relayed=True)
 
     # -- tasks/get, tasks/cancel, tasks/resubscribe ----------------------------------------
@@ -466,7 +349,7 @@ class TaskService:
                 state = active.task.status.state
                 if state in states.TERMINAL:
                     raise TaskNotCancelableError(f"task {task_id} is already {state.value}")
-                if active.key not in self.active and state not in states.PAUSED:
+                if not self.work.runs_here(*active.key) and state not in states.PAUSED:
                     break  # submitted or working on another worker
                 if active.runner is not None and active.started:
                     # The runner records `canceled` when the skill stops (see Runner._execute).
@@ -478,40 +361,26 @@ class TaskService:
                     await self.emit(active, states.status_event(active.task, TaskState.canceled))
                 except TaskConflict:
                     continue  # another worker continued or canceled the paused task first
-                self.active.pop(active.key, None)
+                self.work.release(active)
                 active.done.set()
-            await self.notify(active)
+            await self.push.settled(active)
             return active.task
         return await self._cancel_elsewhere(tenant, task_id)
 
     async def _cancel_elsewhere(self, tenant: str, task_id: str) -> Task:
         """Cancel a task that another worker runs, or ran before it went away."""
         await self.recover()  # a task of a worker that is gone becomes this worker's
-        if (tenant, task_id) in self.active:
+        if self.work.runs_here(tenant, task_id):
             return await self.cancel(tenant, task_id)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + REMOTE_CANCEL_SECONDS
-        with self.cluster.watch(tenant, task_id) as changed:
-            await self.cluster.request_cancel(tenant, task_id)
-            while True:
-                changed.clear()
-                stored = await self.store.get(tenant, task_id)
-                assert stored is not None  # tasks are never deleted
-                state = stored.task.status.state
-                if state in states.TERMINAL - {TaskState.canceled}:
-                    raise TaskNotCancelableError(
-                        f"task {task_id} became {state.value} before it could be canceled"
-                    )
-                if state is TaskState.canceled or loop.time() >= deadline:
-                    # "The server will attempt to cancel; success is not guaranteed": a task
-                    # still working after the wait is answered as it stands.
-                    return stored.task
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), deadline - loop.time())
+        return await self.relay.cancel(tenant, task_id)
+
+    def canceling(self, tenant: str, task_id: str) -> bool:
+        """Whether a client asked to cancel the task that runs here (its skill is stopping)."""
+        return self.work.canceling(tenant, task_id)
 
     def cancel_requested(self, tenant: str, task_id: str) -> None:
         """Another worker asks to cancel a task: stop it if it runs here."""
-        if (tenant, task_id) not in self.active:
+        if not self.work.runs_here(tenant, task_id):
             return
 
         async def cancel() -> None:
@@ -553,9 +422,9 @@ class TaskService:
                     if not told:  # the client has seen it all: say again how the task stands
                         yield final_status(stored.task)
                     return
-            if (tenant, task_id) not in self.active:  # another worker runs it
+            if not self.work.runs_here(tenant, task_id):  # another worker runs it
                 events.close()
-                async for event in self._follow_elsewhere(tenant, task_id, last):
+                async for event in self.relay.follow(tenant, task_id, last):
                     yield event
                 return
             async for event in events:
@@ -568,62 +437,24 @@ class TaskService:
         finally:
             events.close()
 
-    async def _follow_elsewhere(
-        self, tenant: str, task_id: str, last: int
-    ) -> AsyncGenerator[Event, None]:
-        """The events after `last` of a task that another worker runs, read from the log
-        whenever a commit of that task is announced."""
-        with self.cluster.watch(tenant, task_id) as changed:
-            while True:
-                changed.clear()
-                for event in await self.store.events_after(tenant, task_id, last):
-                    last = event.seq
-                    if event.streamed:
-                        yield event
-                    if event.final:
-                        return
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), REMOTE_POLL_SECONDS)
-
     # -- push notification configs ---------------------------------------------------------
 
-    def _check_push_config(self, config: PushConfig) -> None:
-        try:
-            validate_config(config, self.guard)
-        except ValueError as exc:
-            raise TaskRequestError(f"pushNotificationConfig refused: {exc}") from None
-
-    async def _save_push_config(self, tenant: str, task_id: str, config: PushConfig) -> PushConfig:
-        if config.id is None:
-            config = config.model_copy(update={"id": new_id()})
-        await self.store.put_push_config(tenant, task_id, config)
-        return config
-
     async def set_push_config(self, tenant: str, task_id: str, config: PushConfig) -> PushConfig:
-        self._check_push_config(config)
-        if await self._load(tenant, task_id) is None:
-            raise TaskNotFoundError(f"task {task_id} not found")
-        return await self._save_push_config(tenant, task_id, config)
+        self.push.check(config)
+        await self._require(tenant, task_id)
+        return await self.push.save(tenant, task_id, config)
 
     async def push_configs(self, tenant: str, task_id: str) -> list[PushConfig]:
-        if await self._load(tenant, task_id) is None:
-            raise TaskNotFoundError(f"task {task_id} not found")
-        return await self.store.push_configs(tenant, task_id)
+        await self._require(tenant, task_id)
+        return await self.push.of(tenant, task_id)
 
     async def delete_push_config(self, tenant: str, task_id: str, config_id: str) -> None:
-        """Delete one config of a task; a config id the task does not have is deleted already
-        (deletes are idempotent, so a retried delete succeeds)."""
+        await self._require(tenant, task_id)
+        await self.push.delete(tenant, task_id, config_id)
+
+    async def _require(self, tenant: str, task_id: str) -> None:
         if await self._load(tenant, task_id) is None:
             raise TaskNotFoundError(f"task {task_id} not found")
-        await self.store.delete_push_config(tenant, task_id, config_id)
-
-    async def notify(self, active: ActiveTask) -> None:
-        """Send the task to its webhooks; called once it is durably final or paused."""
-        if self.notifier is None or active.journaled is None or not active.journaled.push:
-            return  # the commit that settled the task found no push configs
-        configs = await self.store.push_configs(active.tenant, active.task.id)
-        if configs:
-            self.notifier.notify(active.task, configs)
 
     # -- recovery --------------------------------------------------------------------------
 
@@ -639,7 +470,7 @@ class TaskService:
         fail the others left working."""
         requeued = failed = 0
         for tenant, stored in await self.store.claim_orphans(WORKER_LOCK_CLASS):
-            if (tenant, stored.task.id) in self.active:
+            if self.work.runs_here(tenant, stored.task.id):
                 continue  # queued here already
             if await self._recover(tenant, stored):
                 requeued += 1
@@ -652,18 +483,17 @@ class TaskService:
     async def _recover(self, tenant: str, stored: StoredTask) -> bool:
         active = ActiveTask(tenant, stored.task, stored.last_seq)
         if stored.task.status.state is TaskState.submitted:
-            self.active[active.key] = active
-            await self.queue.put(Job(tenant, stored.task.id))
+            await self.work.queue(active)
             return True
         if self._resumable(stored.task):
             # A long job that keeps its progress in the database: run it again, and it
             # continues where it was.
-            self.active[active.key] = active
+            self.work.hold(active)
             resuming = agent_text(
                 "Resuming after the server that ran this task stopped.", active.task
             )
             await self.emit(active, states.status_event(active.task, TaskState.working, resuming))
-            await self.queue.put(Job(tenant, stored.task.id))
+            await self.work.queue(active)
             return True
         reason = agent_text(
             "The server stopped while this task was running; its work is lost. "
@@ -671,5 +501,5 @@ class TaskService:
             stored.task,
         )
         await self.emit(active, states.status_event(active.task, TaskState.failed, reason))
-        await self.notify(active)
+        await self.push.settled(active)
         return False
