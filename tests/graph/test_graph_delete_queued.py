@@ -20,7 +20,6 @@ from tests.support.graph import (
     GatedChat,
     Tenant,
     add,
-    failure,
     graph_server,
     new_tenant,
     statuses,
@@ -28,6 +27,7 @@ from tests.support.graph import (
     until_status,
 )
 from tests.support.live import LiveServer, serve_in_thread
+from tests.support.outcomes import failure
 from tests.support.security import create_keys
 
 

@@ -12,8 +12,9 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from tests.support.databases import new_database
-from tests.support.graph import RecordedChat, Tenant, failure, queued_uuid, until_processed
+from tests.support.graph import RecordedChat, Tenant, queued_uuid, until_processed
 from tests.support.live import LiveServer, live_server, serve_in_thread
+from tests.support.outcomes import failure
 from tests.support.security import create_keys
 
 

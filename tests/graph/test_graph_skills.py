@@ -11,9 +11,10 @@ from falkordb.asyncio import FalkorDB
 
 from agentic_rag.graph.embedded import EmbeddedFalkorDB
 from tests.support.databases import new_database
-from tests.support.graph import Tenant, failure, message, output, triplet
+from tests.support.graph import Tenant, message, triplet
 from tests.support.live import LiveServer, live_server
 from tests.support.mcp import Elicitations, text_of
+from tests.support.outcomes import failure, output
 from tests.support.security import create_keys
 
 

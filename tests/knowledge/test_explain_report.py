@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from agentic_rag.knowledge.results import Explanation
-from tests.support.knowledge import Caller, output
+from tests.support.knowledge import Caller
 from tests.support.live import live_server
+from tests.support.outcomes import output
 from tests.support.security import create_key
 
 PLANTS = [

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from agentic_rag.knowledge import answers, grounding
-from tests.support.knowledge import Caller, KnowledgeChatDouble, output
+from tests.support.knowledge import Caller, KnowledgeChatDouble
 from tests.support.live import live_server, serve_in_thread
+from tests.support.outcomes import output
 from tests.support.security import create_key
 
 # From SQLite's foreignkeys.html and limits.html (public domain), as the extractor stores them,

@@ -18,8 +18,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from tests.support.knowledge import Caller, failure, output
+from tests.support.knowledge import Caller
 from tests.support.live import live_server, serve_in_thread
+from tests.support.outcomes import failure, output
 from tests.support.security import create_key
 
 LOCKS = (

@@ -30,8 +30,9 @@ from agentic_rag.config import Settings
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge.results import IngestSummary
 from agentic_rag.knowledge.service import KnowledgeService
-from tests.support.knowledge import Caller, failure, output, page
+from tests.support.knowledge import Caller, page
 from tests.support.live import LiveServer, free_port, live_server, serve_in_thread, until_ready
+from tests.support.outcomes import failure, output
 from tests.support.pdf_samples import scanned_pdf, text_pdf
 from tests.support.rpc import call, text_message
 from tests.support.security import create_key

@@ -18,8 +18,9 @@ from agentic_rag.knowledge.embeddings import default_tokenizer_path
 from onnx import TensorProto, helper
 from tokenizers import Tokenizer
 
-from tests.support.knowledge import Caller, KnowledgeChatDouble, failure, output
+from tests.support.knowledge import Caller, KnowledgeChatDouble
 from tests.support.live import LiveServer, live_server, serve_in_thread
+from tests.support.outcomes import failure, output
 from tests.support.security import create_key
 
 PASSAGES = """# Bread

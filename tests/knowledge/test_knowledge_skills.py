@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from tests.support.knowledge import GARDEN, KITCHEN, Caller, failure, output
+from tests.support.knowledge import GARDEN, KITCHEN, Caller
 from tests.support.live import LiveServer, live_server
+from tests.support.outcomes import failure, output
 from tests.support.security import create_key
 
 

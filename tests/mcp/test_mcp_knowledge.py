@@ -35,6 +35,7 @@ from tests.support.databases import new_database
 from tests.support.knowledge import GARDEN, KITCHEN, article_page
 from tests.support.live import LiveServer, live_server, serve_in_thread
 from tests.support.mcp import Progress, text_of
+from tests.support.outcomes import output
 from tests.support.security import create_keys
 
 TASKS_VERSION = "2025-11-25"
@@ -125,13 +126,6 @@ async def tenants(server: LiveServer) -> tuple[Tenant, Tenant]:
         for name in names
     ]
     return Tenant(server, keys[0]), Tenant(server, keys[1])
-
-
-def output(task: dict[str, Any]) -> dict[str, Any]:
-    assert task["status"]["state"] == "completed", task["status"]
-    (artifact,) = task["artifacts"]
-    data: dict[str, Any] = next(p["data"] for p in artifact["parts"] if p["kind"] == "data")
-    return data
 
 
 def artifact_text(task: dict[str, Any]) -> str:

@@ -22,9 +22,10 @@ from mcp.server.mcpserver import MCPServer
 from agentic_rag.graph.namespaces import Namespace
 from agentic_rag.skills import SkillRegistry
 from tests.support.databases import new_database
-from tests.support.graph import Tenant, output, triplet
+from tests.support.graph import Tenant, triplet
 from tests.support.live import LiveServer, free_port, live_server, serve_in_thread
 from tests.support.mcp import keyed_client, text_of
+from tests.support.outcomes import output
 from tests.support.security import create_keys
 
 # The upstream's tenant: the proxy's key there. Its sub-groups hold the proxy's tenants.

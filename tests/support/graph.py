@@ -20,6 +20,7 @@ from tests.support.databases import new_database
 from tests.support.hosted_chat import HostedChatDouble, Refused
 from tests.support.live import LiveServer, live_server
 from tests.support.mcp import keyed_client
+from tests.support.outcomes import output
 from tests.support.security import create_keys
 
 
@@ -81,18 +82,6 @@ def message(parts: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
         "parts": parts,
         **fields,
     }
-
-
-def output(task: dict[str, Any]) -> dict[str, Any]:
-    assert task["status"]["state"] == "completed", task["status"]
-    (artifact,) = task["artifacts"]
-    data: dict[str, Any] = next(p["data"] for p in artifact["parts"] if p["kind"] == "data")
-    return data
-
-
-def failure(task: dict[str, Any]) -> str:
-    assert task["status"]["state"] == "failed", task["status"]
-    return str(task["status"]["message"]["parts"][0]["text"])
 
 
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "graph" / "llm-responses.json"

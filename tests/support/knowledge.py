@@ -58,18 +58,6 @@ class Caller:
         return task
 
 
-def output(task: dict[str, Any]) -> dict[str, Any]:
-    assert task["status"]["state"] == "completed", task["status"]
-    (artifact,) = task["artifacts"]
-    data: dict[str, Any] = next(p["data"] for p in artifact["parts"] if p["kind"] == "data")
-    return data
-
-
-def failure(task: dict[str, Any]) -> str:
-    assert task["status"]["state"] == "failed", task["status"]
-    return str(task["status"]["message"]["parts"][0]["text"])
-
-
 def page(title: str, text: str, *links: str) -> str:
     anchors = "".join(f'<li><a href="{href}">{href}</a></li>' for href in links)
     return (

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentic_rag.knowledge.sources.pdf import OCR_LOW_CONFIDENCE, extract_pdf
-from tests.support.knowledge import Caller, output
+from tests.support.knowledge import Caller
 from tests.support.live import live_server
 from tests.support.ocr_pages import (
     ScannedPage,
@@ -19,6 +19,7 @@ from tests.support.ocr_pages import (
     lost_lines,
     scanned_page,
 )
+from tests.support.outcomes import output
 from tests.support.security import create_key
 
 
