@@ -39,8 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agentic_rag.storage.embedded import EmbeddedPostgres  # noqa: E402
+from tests.support.databases import create_database  # noqa: E402
 from tests.support.live import free_port, run_sut  # noqa: E402
-from tests.support.peers.network import create_database, delegator_process  # noqa: E402
+from tests.support.peers.network import delegator_process  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from tests.support.peers.network import Delegator, Peers
 
 from agentic_rag.storage.embedded import EmbeddedPostgres, postgres_processes
+from tests.support.databases import create_database, new_database
 
 SESSION_TMP = Path(tempfile.gettempdir()) / f"agentic-rag-tests-{os.getpid()}"
 LEAK_GRACE_SECONDS = 10  # for servers still shutting down when the last test ends
@@ -74,24 +75,12 @@ def postgres_dsn() -> Iterator[str]:
 async def database_url(postgres_dsn: str) -> AsyncIterator[str]:
     """A new, empty database on the test server; dropped after the test."""
     name = f"t_{uuid.uuid4().hex[:16]}"
-    admin = await asyncpg.connect(postgres_dsn)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    yield _with_database(postgres_dsn, name)
+    yield await new_database(postgres_dsn, name)
     admin = await asyncpg.connect(postgres_dsn)
     try:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await admin.close()
-
-
-def _with_database(dsn: str, name: str) -> str:
-    # The embedded server's DSN looks like postgresql://postgres:@/postgres?host=/path
-    head, _, query = dsn.partition("?")
-    base = head.rsplit("/", 1)[0]
-    return f"{base}/{name}" + (f"?{query}" if query else "")
 
 
 @pytest.fixture
@@ -112,19 +101,7 @@ def data_dir(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def sut_database(postgres_dsn: str) -> str:
     """A database for the session-wide server, separate from the per-test ones."""
-    import asyncio
-
-    name = f"sut_{uuid.uuid4().hex[:12]}"
-
-    async def create() -> None:
-        admin = await asyncpg.connect(postgres_dsn)
-        try:
-            await admin.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await admin.close()
-
-    asyncio.run(create())
-    return _with_database(postgres_dsn, name)
+    return create_database(postgres_dsn, f"sut_{uuid.uuid4().hex[:12]}")
 
 
 @contextmanager

@@ -26,11 +26,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from tests.support.databases import create_database
 from tests.support.live import free_port, serve_in_thread
 from tests.support.peers.network import (
     Delegator,
     Peers,
-    create_database,
     delegator,
     delegator_process,
     remote_task,

@@ -8,7 +8,6 @@
 - `Delegator`: a client of a delegator: register peers, delegate, follow the local task.
 """
 
-import asyncio
 import re
 import subprocess
 import sys
@@ -20,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 from starlette.applications import Starlette
 
@@ -30,6 +28,7 @@ from agentic_rag.network.delegation_skills import add_delegation_skills
 from agentic_rag.serving import serve
 from agentic_rag.skills import SkillRegistry
 from conformance.skills import conformance_registry
+from tests.support.databases import create_database
 from tests.support.live import ROOT, free_port, run_sut, serve_in_thread, until_ready
 from tests.support.rpc import call, stream
 
@@ -116,22 +115,6 @@ def sdk_peer_process(port: int, log_dir: Path) -> subprocess.Popen[bytes]:
         time.sleep(0.1)
     process.kill()
     raise RuntimeError(f"the sdk peer did not start:\n{log_path.read_text()}")
-
-
-def create_database(postgres_dsn: str) -> str:
-    """A new empty database on the test server (dropped with the server at the session's end)."""
-    name = f"t_{uuid.uuid4().hex[:16]}"
-
-    async def create() -> None:
-        admin = await asyncpg.connect(postgres_dsn)
-        try:
-            await admin.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await admin.close()
-
-    asyncio.run(create())
-    head, _, query = postgres_dsn.partition("?")
-    return f"{head.rsplit('/', 1)[0]}/{name}" + (f"?{query}" if query else "")
 
 
 @dataclass
