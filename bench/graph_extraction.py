@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from agentic_rag.cli.skill_client import LocalSkills, result_of  # noqa: E402
 from agentic_rag.config import Settings  # noqa: E402
+from agentic_rag.engine import Engine  # noqa: E402
 from agentic_rag.llm.chat import OpenAIChat  # noqa: E402
 from agentic_rag.llm.configured import open_chat  # noqa: E402
 
@@ -134,7 +135,7 @@ async def until_done(
 
 
 async def measure(settings: Settings) -> dict[str, Any]:
-    skills = await LocalSkills(settings, "bench").start()
+    skills = await LocalSkills(Engine(settings, transport="stdio"), "bench").start()
     try:
         sequential = []
         for n, body in enumerate(EPISODES[:SEQUENTIAL]):

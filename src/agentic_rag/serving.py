@@ -152,7 +152,7 @@ def claim_port(host: str, port: int) -> Iterator[None]:
 def _exposure_refusal(settings: Settings, dsn: str) -> str | None:
     """What the engine of every worker would refuse at start, said once and before any starts:
     a public address without credentials (whether API keys exist is in the database)."""
-    from agentic_rag.app import exposure_refusal  # the engine's rule (a large import: late)
+    from agentic_rag.engine import exposure_refusal  # the engine's rule (a large import: late)
 
     configured = settings.require_auth or settings.jwt_configured()
     if exposure_refusal(settings, enforced=configured) is None:

@@ -14,7 +14,6 @@ import asyncpg
 import httpx
 import jwt
 import pytest
-from agentic_rag.tasks.push import TOKEN_HEADER, PushNotifier, SigningKeys, validate_config
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from starlette.applications import Starlette
@@ -30,6 +29,7 @@ from agentic_rag.schema.a2a import (
 )
 from agentic_rag.schema.compat import PushConfig
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
+from agentic_rag.tasks.push import TOKEN_HEADER, PushNotifier, SigningKeys, validate_config
 from tests.support.live import serve
 
 ISSUER = "https://agent.example"
@@ -72,7 +72,7 @@ class Receiver:
 
 @pytest.fixture
 async def keys(pool: asyncpg.Pool) -> SigningKeys:
-    return await SigningKeys.load(pool)
+    return await SigningKeys(pool).load()
 
 
 @pytest.fixture
@@ -108,8 +108,8 @@ def notifier(keys: SigningKeys, guard: SSRFGuard = LOCAL, **options: Any) -> Pus
 
 
 async def test_keys_persist_and_concurrent_loads_share_one(pool: asyncpg.Pool) -> None:
-    first, second = await asyncio.gather(SigningKeys.load(pool), SigningKeys.load(pool))
-    again = await SigningKeys.load(pool)
+    first, second = await asyncio.gather(SigningKeys(pool).load(), SigningKeys(pool).load())
+    again = await SigningKeys(pool).load()
     assert first.kid == second.kid == again.kid
     assert first.jwks() == again.jwks()
     assert await pool.fetchval("SELECT count(*) FROM signing_keys") == 1
@@ -134,7 +134,7 @@ async def test_jwks_verifies_a_signed_token(keys: SigningKeys) -> None:
 
 
 async def test_newest_key_signs_and_all_are_published(pool: asyncpg.Pool) -> None:
-    old = await SigningKeys.load(pool)
+    old = await SigningKeys(pool).load()
     pem = (
         ec.generate_private_key(ec.SECP256R1())
         .private_bytes(
@@ -149,7 +149,7 @@ async def test_newest_key_signs_and_all_are_published(pool: asyncpg.Pool) -> Non
         "rotated",
         pem,
     )
-    keys = await SigningKeys.load(pool)
+    keys = await SigningKeys(pool).load()
     assert keys.kid == "rotated"
     assert [k["kid"] for k in keys.jwks()["keys"]] == ["rotated", old.kid]
     assert verify(keys.sign({"iss": ISSUER, "aud": "a"}), keys, "a")["aud"] == "a"

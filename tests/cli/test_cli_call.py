@@ -5,9 +5,9 @@
 import json
 from pathlib import Path
 
-from agentic_rag.app import build_engine
 from agentic_rag.cli.skill_commands import first_sentence
 from agentic_rag.config import Settings
+from agentic_rag.engine import Engine
 from agentic_rag.skills.help import default_registry
 from tests.support.cli import one_line, run
 from tests.support.live import live_server
@@ -22,7 +22,7 @@ def test_skills_lists_every_skill_of_the_product_with_its_description() -> None:
     done = run("agentic-rag", "skills")
     assert done.returncode == 0, done.stderr
     listed = dict(line.split(None, 1) for line in done.stdout.splitlines())
-    product = build_engine(Settings(), None).registry
+    product = Engine(Settings()).registry
     assert set(listed) == {s.name for s in product}
     assert {"hybrid_retrieve", "ingest_text", "list_agents", "delegate_task"} <= set(listed)
     assert listed["list_agents"] == first_sentence(product.get("list_agents").description)  # type: ignore[union-attr]

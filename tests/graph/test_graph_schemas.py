@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from agentic_rag.config import Settings
+from agentic_rag.engine import Engine
 from agentic_rag.graph.namespaces import Namespace, NamespaceError, namespace, namespaces
 from agentic_rag.graph.skills import add_graph_skills
 from agentic_rag.mcp.server import tool_for
@@ -25,7 +27,9 @@ def graphiti_tools() -> dict[str, dict[str, Any]]:
 
 def our_tools() -> dict[str, Any]:
     registry = SkillRegistry()
-    add_graph_skills(registry, lambda: pytest.fail("no skill runs here"))
+    graph = Engine(Settings()).graph  # built, not started: no skill runs here
+    assert graph is not None
+    add_graph_skills(registry, graph)
     return {skill.name: tool_for(skill) for skill in registry}
 
 

@@ -40,7 +40,9 @@ from tests.support.security import create_keys
 WATCHED_CHILD = """
 import os, sys
 from pathlib import Path
-from agentic_rag.mcp.stdio import run_stdio
+from agentic_rag.config import Settings
+from agentic_rag.engine import Engine
+from agentic_rag.mcp.stdio import run_local
 from tests.support.mcp import watched_registry
 
 events = Path(os.environ["MCP_TEST_EVENTS"])
@@ -49,7 +51,7 @@ def record(event):
     with events.open("a") as f:
         f.write(event + "\\n")
 
-sys.exit(run_stdio(registry=watched_registry(record)))
+sys.exit(run_local(Engine(Settings(), watched_registry(record), transport="stdio")))
 """
 
 

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from agentic_rag.app import Engine, InsecureBindError
 from agentic_rag.config import Settings
+from agentic_rag.engine import Engine, InsecureBindError
 from agentic_rag.observability.logging import redact
 from agentic_rag.skills import SkillContext
 from conformance.skills import conformance_registry

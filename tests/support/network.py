@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 from jsonschema import Draft202012Validator
 
-from agentic_rag.app import Engine, build_app
+from agentic_rag.app import build_app
 from agentic_rag.config import Settings
+from agentic_rag.engine import Engine
 from agentic_rag.network.delegation_skills import add_delegation_skills
 from agentic_rag.network.skills import add_network_skills
 from agentic_rag.skills.help import default_registry
@@ -32,12 +33,10 @@ def network_server(database_url: str, data_dir: Path, **settings: Any) -> Iterat
         database_url=database_url,
         **settings,
     )
-    engines: list[Engine] = []
-    registry = default_registry()
-    add_network_skills(registry, lambda: engines[0].network, config.agent_name)
-    add_delegation_skills(registry, lambda: engines[0].delegation, lambda: engines[0].orchestrator)
-    app = build_app(config, registry)
-    engines.append(app.state.engine)
+    app = build_app(config, default_registry())
+    engine: Engine = app.state.engine
+    add_network_skills(engine.registry, engine.network, config.agent_name)
+    add_delegation_skills(engine.registry, engine.delegation, engine.orchestrator)
     with serve_in_thread(app, lifespan="on", port=config.port) as url:
         yield LiveServer(url, config)
 

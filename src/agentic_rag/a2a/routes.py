@@ -2,7 +2,7 @@
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -25,6 +25,7 @@ from agentic_rag.a2a.errors import (
 )
 from agentic_rag.a2a.jsonrpc import RequestId, RPCError
 from agentic_rag.config import Settings
+from agentic_rag.network.sessions import SessionStore
 from agentic_rag.observability.middleware import record_rpc_call
 from agentic_rag.schema.a2a import Message, TaskIdParams
 from agentic_rag.schema.compat import (
@@ -34,14 +35,14 @@ from agentic_rag.schema.compat import (
     SendParams,
     TaskPushConfig,
 )
+from agentic_rag.security.auth import Authenticator
 from agentic_rag.security.principal import ALL_SCOPES, Scope, principal_of
+from agentic_rag.skills import SkillRegistry
 from agentic_rag.tasks.errors import TaskError
 from agentic_rag.tasks.parts import agent_text, final_status, with_history
-from agentic_rag.tasks.service import Accepted, Reply
+from agentic_rag.tasks.push import SigningKeys
+from agentic_rag.tasks.service import Accepted, Reply, TaskService
 from agentic_rag.tasks.store import Event
-
-if TYPE_CHECKING:
-    from agentic_rag.app import Engine
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +101,17 @@ def _validate[M: BaseModel](model: type[M], params: Any) -> M:
 
 
 class A2AEndpoints:
-    def __init__(self, settings: Settings, engine: "Engine") -> None:
-        self._settings, self._engine = settings, engine
+    def __init__(
+        self,
+        tasks: TaskService,
+        sessions: SessionStore,
+        auth: Authenticator,
+        keys: SigningKeys,
+        registry: SkillRegistry,
+        settings: Settings,
+    ) -> None:
+        self._tasks, self._sessions, self._auth, self._keys = tasks, sessions, auth, keys
+        self._registry, self._settings = registry, settings
         self._cards: dict[tuple[bool, bool, int], tuple[bytes, bytes]] = {}
         self._methods: dict[str, Callable[[Request, RequestId, Any], Awaitable[Response]]] = {
             "message/send": self._send,
@@ -119,12 +129,12 @@ class A2AEndpoints:
     def _card(self, *, extended: bool, v030: bool) -> bytes:
         """The card for the current authentication state (it changes once keys exist) and
         skills (an upstream MCP server's join when it first answers: mcp/upstream.py)."""
-        auth = self._engine.auth
-        key = (auth.enforced, extended, len(self._engine.registry))
+        auth = self._auth
+        key = (auth.enforced, extended, len(self._registry))
         if key not in self._cards:
             card = agent_card(
                 self._settings,
-                self._engine.registry,
+                self._registry,
                 security_schemes=auth.security_schemes(),
                 extended=extended,
             )
@@ -165,15 +175,15 @@ class A2AEndpoints:
             "bearer_methods_supported": ["header"],
             "scopes_supported": sorted(ALL_SCOPES),
         }
-        if self._settings.jwt_issuer and self._engine.auth.jwt_enabled:
+        if self._settings.jwt_issuer and self._auth.jwt_enabled:
             metadata["authorization_servers"] = [self._settings.jwt_issuer]
         return JSONResponse(metadata)
 
     async def jwks(self, request: Request) -> Response:
-        return JSONResponse(self._engine.keys.jwks())
+        return JSONResponse(self._keys.jwks())
 
     async def extended_card(self, request: Request) -> Response:
-        if not self._engine.auth.enforced:
+        if not self._auth.enforced:
             error = AuthenticatedExtendedCardNotConfiguredError(
                 "this agent has no authenticated extended card: no authentication is configured"
             )
@@ -272,7 +282,7 @@ class A2AEndpoints:
         send = _validate(SendParams, params)
         config = send.configuration
         blocking = config is None or config.blocking is not False
-        service = self._engine.service
+        service = self._tasks
         outcome = await self._accept(request, send, "final" if blocking else "created")
         if (follow_up := _follow_up_notice(send, outcome)) is not None:
             return self._result(rid, _dump(follow_up))
@@ -302,11 +312,11 @@ class A2AEndpoints:
         would open a session beyond the tenant's limit is refused before any task exists.
         Without a limit the session entry is written while the task is created; either way
         it is durable before the caller is answered."""
-        principal, sessions = principal_of(request.scope), self._engine.network.sessions
+        principal, sessions = principal_of(request.scope), self._sessions
         admission = await sessions.admit(principal, send)
         send = admission.params
         try:
-            outcome = await self._engine.service.send(principal.tenant, send, reply=reply)
+            outcome = await self._tasks.send(principal.tenant, send, reply=reply)
         finally:
             await admission.entered()
         if send.message.context_id is None:  # a message to a task: its context is the session
@@ -315,14 +325,12 @@ class A2AEndpoints:
 
     async def _get(self, request: Request, rid: RequestId, params: Any) -> Response:
         query = _validate(QueryParams, params)
-        task = await self._engine.service.get(tenant_of(request), query.id)
+        task = await self._tasks.get(tenant_of(request), query.id)
         return self._result(rid, _dump(with_history(task, query.history_length)))
 
     async def _cancel(self, request: Request, rid: RequestId, params: Any) -> Response:
         ids = _validate(TaskIdParams, params)
-        return self._result(
-            rid, _dump(await self._engine.service.cancel(tenant_of(request), ids.id))
-        )
+        return self._result(rid, _dump(await self._tasks.cancel(tenant_of(request), ids.id)))
 
     async def _resubscribe(self, request: Request, rid: RequestId, params: Any) -> Response:
         ids = _validate(TaskIdParams, params)
@@ -336,12 +344,12 @@ class A2AEndpoints:
                     f"Last-Event-ID must be an event number, not {last_event_id!r}"
                 )
             after = int(number)
-        events = self._engine.service.follow(tenant_of(request), ids.id, after)
+        events = self._tasks.follow(tenant_of(request), ids.id, after)
         return self._sse(_logged_events(rid, events))
 
     async def _set_push(self, request: Request, rid: RequestId, params: Any) -> Response:
         setting = _validate(TaskPushConfig, params)
-        saved = await self._engine.service.set_push_config(
+        saved = await self._tasks.set_push_config(
             tenant_of(request), setting.task_id, setting.push_notification_config
         )
         result = TaskPushConfig(task_id=setting.task_id, push_notification_config=saved)
@@ -349,7 +357,7 @@ class A2AEndpoints:
 
     async def _get_push(self, request: Request, rid: RequestId, params: Any) -> Response:
         query = _validate(PushConfigQuery, params)
-        configs = await self._engine.service.push_configs(tenant_of(request), query.id)
+        configs = await self._tasks.push_configs(tenant_of(request), query.id)
         wanted = query.push_notification_config_id
         chosen = next((c for c in configs if wanted is None or c.id == wanted), None)
         if chosen is None:
@@ -360,19 +368,19 @@ class A2AEndpoints:
 
     async def _list_push(self, request: Request, rid: RequestId, params: Any) -> Response:
         query = _validate(PushConfigQuery, params)
-        configs = await self._engine.service.push_configs(tenant_of(request), query.id)
+        configs = await self._tasks.push_configs(tenant_of(request), query.id)
         results = [TaskPushConfig(task_id=query.id, push_notification_config=c) for c in configs]
         return self._result(rid, b"[%b]" % b",".join(_dump(r).encode() for r in results))
 
     async def _delete_push(self, request: Request, rid: RequestId, params: Any) -> Response:
         query = _validate(PushConfigDelete, params)
-        await self._engine.service.delete_push_config(
+        await self._tasks.delete_push_config(
             tenant_of(request), query.id, query.push_notification_config_id
         )
         return self._result(rid, b"null")
 
     async def _extended_card(self, request: Request, rid: RequestId, params: Any) -> Response:
-        if not self._engine.auth.enforced:
+        if not self._auth.enforced:
             raise AuthenticatedExtendedCardNotConfiguredError(
                 "this agent has no authenticated extended card: no authentication is configured"
             )

@@ -156,9 +156,15 @@ def _keys_revoke(args: argparse.Namespace) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from agentic_rag.mcp.stdio import run_stdio
+    from agentic_rag.mcp import stdio
 
-    return run_stdio(Settings(**_overrides(args)))
+    settings = Settings(**_overrides(args))
+    url = stdio.bridge_url()
+    if url is not None:
+        return stdio.run_bridge(url)
+    from agentic_rag.engine import Engine
+
+    return stdio.run_local(Engine(settings, transport="stdio"))
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -196,7 +202,9 @@ async def _open_skills(args: argparse.Namespace, *, via_server: bool = False) ->
             "running `agentic-rag serve` on this data directory would answer at once)",
             file=sys.stderr,
         )
-    return await LocalSkills(settings, args.tenant).start()
+    from agentic_rag.engine import Engine
+
+    return await LocalSkills(Engine(settings, transport="stdio"), args.tenant).start()
 
 
 def _knowledge(args: argparse.Namespace) -> int:
@@ -223,9 +231,9 @@ def _knowledge(args: argparse.Namespace) -> int:
 
 def _product_registry(args: argparse.Namespace) -> "SkillRegistry":
     """The skills the product serves: those of the engine `serve` runs (not started here)."""
-    from agentic_rag.app import build_engine
+    from agentic_rag.engine import Engine
 
-    return build_engine(Settings(**_overrides(args)), None).registry
+    return Engine(Settings(**_overrides(args))).registry
 
 
 def _skills(args: argparse.Namespace) -> int:

@@ -42,12 +42,13 @@ class LocalPeers:
         self._stack = AsyncExitStack()
 
     async def start(self) -> "LocalPeers":
-        from agentic_rag.network.service import open_network
         from agentic_rag.storage.database import open_database
 
         try:
             pool = await self._stack.enter_async_context(open_database(self._settings))
-            self._network: Network = await open_network(self._settings, pool, self._stack)
+            self._network = Network(self._settings, pool)
+            self._network.start()
+            self._stack.push_async_callback(self._network.stop)
         except BaseException:
             await self._stack.aclose()
             raise

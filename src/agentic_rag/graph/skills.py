@@ -7,7 +7,6 @@ is not configured, a uuid not in the caller's graph, bad values) raise `SkillErr
 task fails, the MCP call answers `isError`, each with the reason.
 """
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agentic_rag.graph.namespaces import namespace, namespaces
@@ -53,8 +52,6 @@ from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
 if TYPE_CHECKING:  # its import (graphiti_core) waits until the engine starts the graph
     from agentic_rag.graph.service import GraphService
 
-GraphProvider = Callable[[], "GraphService"]
-
 TAGS = ("graph", "memory")
 GROUPS = (
     "group_id/group_ids may name only your tenant's graph: your tenant's name, or "
@@ -70,12 +67,12 @@ def _positive(value: int, argument: str) -> int:
     return value
 
 
-def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
-    """Register the graph skills; `graph()` gives the running service."""
+def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
+    """Register the graph skills, which call `graph`."""
 
     async def add_memory(ctx: SkillContext, args: AddMemoryArguments) -> AddMemoryOutput:
         ns = namespace(ctx.tenant, args.group_id)
-        uuid = await graph().queue_episode(ns, args)
+        uuid = await graph.queue_episode(ns, args)
         # Graphiti's server answers so too: the episode is queued, extracted in the background.
         return AddMemoryOutput(
             result=SuccessResponse(
@@ -104,7 +101,7 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
     )
     async def search_nodes(ctx: SkillContext, args: SearchNodesArguments) -> SearchNodesOutput:
         targets = namespaces(ctx.tenant, args.group_ids)
-        nodes = await graph().search_nodes(
+        nodes = await graph.search_nodes(
             targets,
             args.query,
             limit=_positive(args.max_nodes, "max_nodes"),
@@ -118,7 +115,7 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
         ctx: SkillContext, args: SearchMemoryFactsArguments
     ) -> SearchMemoryFactsOutput:
         targets = namespaces(ctx.tenant, args.group_ids)
-        facts = await graph().search_facts(
+        facts = await graph.search_facts(
             targets,
             args.query,
             limit=_positive(args.max_facts, "max_facts"),
@@ -150,7 +147,7 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
     @registry.skill(description="The most recent episodes of the graph. " + GROUPS, tags=TAGS)
     async def get_episodes(ctx: SkillContext, args: GetEpisodesArguments) -> GetEpisodesOutput:
         targets = namespaces(ctx.tenant, args.group_ids)
-        found = await graph().episodes(targets, _positive(args.max_episodes, "max_episodes"))
+        found = await graph.episodes(targets, _positive(args.max_episodes, "max_episodes"))
         message = "Episodes retrieved successfully" if found else "No episodes found"
         return GetEpisodesOutput(result=EpisodeSearchResponse(message=message, episodes=found))
 
@@ -164,7 +161,7 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
     ) -> GetEpisodeEntitiesOutput:
         if not args.episode_uuids:
             raise SkillError("episode_uuids must contain at least one UUID")
-        nodes, edges = await graph().episode_entities(ctx.tenant, args.episode_uuids)
+        nodes, edges = await graph.episode_entities(ctx.tenant, args.episode_uuids)
         return GetEpisodeEntitiesOutput(
             result=EpisodeEntitiesResponse(
                 message=f"Retrieved provenance for {len(args.episode_uuids)} episode(s)",
@@ -177,13 +174,13 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
     async def get_entity_edge(
         ctx: SkillContext, args: GetEntityEdgeArguments
     ) -> GetEntityEdgeOutput:
-        return GetEntityEdgeOutput(result=await graph().entity_edge(ctx.tenant, args.uuid))
+        return GetEntityEdgeOutput(result=await graph.entity_edge(ctx.tenant, args.uuid))
 
     @registry.skill(description="Delete one fact (entity edge) of your graph.", tags=TAGS)
     async def delete_entity_edge(
         ctx: SkillContext, args: DeleteEntityEdgeArguments
     ) -> DeleteEntityEdgeOutput:
-        await graph().delete_entity_edge(ctx.tenant, args.uuid)
+        await graph.delete_entity_edge(ctx.tenant, args.uuid)
         return DeleteEntityEdgeOutput(
             result=SuccessResponse(
                 message=f"Entity edge with UUID {args.uuid} deleted successfully"
@@ -198,7 +195,7 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
     async def delete_episode(
         ctx: SkillContext, args: DeleteEpisodeArguments
     ) -> DeleteEpisodeOutput:
-        await graph().delete_episode(ctx.tenant, args.uuid)
+        await graph.delete_episode(ctx.tenant, args.uuid)
         return DeleteEpisodeOutput(
             result=SuccessResponse(message=f"Episode with UUID {args.uuid} deleted successfully")
         )
@@ -214,7 +211,7 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
         for argument in ("source_node_name", "edge_name", "fact", "target_node_name"):
             if not getattr(args, argument).strip():
                 raise SkillError(f"{argument} must not be empty")
-        nodes, edges = await graph().add_triplet(
+        nodes, edges = await graph.add_triplet(
             ns,
             source_name=args.source_node_name,
             edge_name=args.edge_name,
@@ -241,7 +238,7 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
         ctx: SkillContext, args: SummarizeSagaArguments
     ) -> SummarizeSagaOutput:
         ns = namespace(ctx.tenant, args.group_id)
-        saga = await graph().summarize_saga(ns, args.saga_name)
+        saga = await graph.summarize_saga(ns, args.saga_name)
         return SummarizeSagaOutput(
             result=SagaSummaryResponse(
                 message=f"Saga '{args.saga_name}' summarized successfully",
@@ -260,7 +257,7 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
         ctx: SkillContext, args: BuildCommunitiesArguments
     ) -> BuildCommunitiesOutput:
         targets = namespaces(ctx.tenant, args.group_ids)
-        communities, edge_count = await graph().build_communities(targets)
+        communities, edge_count = await graph.build_communities(targets)
         return BuildCommunitiesOutput(
             result=BuildCommunitiesResponse(
                 message=f"Built {len(communities)} communities",
@@ -288,7 +285,7 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
                     "deleted, which cannot be undone. Answer yes to clear it or no to keep it "
                     "(or call clear_graph with confirm=true)."
                 )
-        await graph().clear(targets)
+        await graph.clear(targets)
         return ClearGraphOutput(
             result=SuccessResponse(
                 message=f"Graph data cleared successfully for group IDs: {names}"
@@ -303,7 +300,7 @@ def add_graph_skills(registry: SkillRegistry, graph: GraphProvider) -> None:
     )
     async def get_status(ctx: SkillContext, args: GetStatusArguments) -> StatusResponse:
         try:
-            message = await graph().status(ctx.tenant)
+            message = await graph.status(ctx.tenant)
         except SkillError:
             raise
         except Exception as exc:  # the database is down: that is the status, not a failure

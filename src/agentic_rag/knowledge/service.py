@@ -114,6 +114,7 @@ class KnowledgeService:
     ) -> None:
         self.settings = settings
         self.chat = chat
+        self.embedder = embedder_from(settings)  # loaded by `start`; the graph shares it
         self.store = KnowledgeStore(pool)
         self.jobs = JobStore(pool)
         self.trajectories = TrajectoryStore(pool)
@@ -123,10 +124,9 @@ class KnowledgeService:
 
     async def start(self) -> None:
         settings = self.settings
-        embedder = embedder_from(settings)
+        embedder = self.embedder
         self._stack.push_async_callback(embedder.aclose)
         await embedder.start()
-        self.embedder = embedder
         self.space = await self.store.open_space(embedder.name, embedder.dimension)
         llm = None
         if self.chat is not None:

@@ -28,7 +28,6 @@ from agentic_rag.knowledge.store.search import Filters
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
 from agentic_rag.skills.registry import Handler
 
-KnowledgeProvider = Callable[[], KnowledgeService]
 SourceKind = Literal["url", "pdf", "youtube", "text"]
 
 
@@ -223,8 +222,8 @@ def _skill(registry: SkillRegistry, **options: Any) -> Callable[[Handler], Handl
     return decorate
 
 
-def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) -> None:
-    """Register the knowledge skills; `knowledge()` gives the running service."""
+def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -> None:
+    """Register the knowledge skills, which call `knowledge`."""
     skill = functools.partial(_skill, registry)
 
     @skill(
@@ -238,7 +237,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         render=_render_search,
     )
     async def hybrid_retrieve(ctx: SkillContext, args: HybridRetrieveInput) -> SearchResult:
-        service = knowledge()
+        service = knowledge
         reranker = args.reranker
         if reranker is None and args.use_reranking:
             reranker = service.retrieval.best_reranker()
@@ -260,7 +259,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         render=_render_search,
     )
     async def vector_search(ctx: SkillContext, args: VectorSearchInput) -> SearchResult:
-        return await knowledge().retrieval.search(
+        return await knowledge.retrieval.search(
             ctx.tenant,
             args.query,
             top_k=args.top_k,
@@ -277,7 +276,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         render=_render_search,
     )
     async def query_with_reranking(ctx: SkillContext, args: RerankInput) -> SearchResult:
-        return await knowledge().retrieval.search(
+        return await knowledge.retrieval.search(
             ctx.tenant,
             args.query,
             top_k=args.top_k,
@@ -295,7 +294,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         render=explanation_text,
     )
     async def explain_answer(ctx: SkillContext, args: ExplainInput) -> Explanation:
-        service = knowledge()
+        service = knowledge
         explanation = await service.explain(ctx.tenant, args.trajectory_id)
         return await with_titles(service.store, ctx.tenant, explanation)
 
@@ -309,7 +308,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         resumable=True,
     )
     async def ingest_url(ctx: SkillContext, args: CrawlRequest) -> IngestSummary:
-        return await knowledge().ingest_url(ctx.tenant, ctx.task_id, ctx.progress, args)
+        return await knowledge.ingest_url(ctx.tenant, ctx.task_id, ctx.progress, args)
 
     @skill(
         description="Ingest a PDF from its content (a FilePart, or base64 data), a URL, or a "
@@ -321,7 +320,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         file_argument="data",
     )
     async def ingest_pdf(ctx: SkillContext, args: IngestPdfInput) -> IngestSummary:
-        return await knowledge().ingest_pdf(
+        return await knowledge.ingest_pdf(
             ctx.tenant,
             ctx.task_id,
             ctx.progress,
@@ -341,7 +340,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         resumable=True,
     )
     async def ingest_youtube(ctx: SkillContext, args: IngestYoutubeInput) -> IngestSummary:
-        return await knowledge().ingest_youtube(
+        return await knowledge.ingest_youtube(
             ctx.tenant,
             ctx.task_id,
             ctx.progress,
@@ -359,7 +358,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         resumable=True,
     )
     async def ingest_text(ctx: SkillContext, args: IngestTextInput) -> IngestSummary:
-        return await knowledge().ingest_text(
+        return await knowledge.ingest_text(
             ctx.tenant,
             ctx.task_id,
             ctx.progress,
@@ -373,7 +372,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         tags=["knowledge", "catalogue"],
     )
     async def list_sources(ctx: SkillContext, args: ListSourcesInput) -> SourcesOutput:
-        return SourcesOutput(sources=await knowledge().sources(ctx.tenant))
+        return SourcesOutput(sources=await knowledge.sources(ctx.tenant))
 
     @skill(
         description="The documents of the knowledge base, or of one source, with their ids, "
@@ -383,11 +382,11 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
     )
     async def list_documents(ctx: SkillContext, args: ListDocumentsInput) -> DocumentsOutput:
         if args.source_id is not None and not any(
-            s.source_id == args.source_id for s in await knowledge().sources(ctx.tenant)
+            s.source_id == args.source_id for s in await knowledge.sources(ctx.tenant)
         ):
             raise SkillError(f"no source {args.source_id!r}")
         return DocumentsOutput(
-            documents=await knowledge().documents(
+            documents=await knowledge.documents(
                 ctx.tenant, source_id=args.source_id, limit=args.limit, offset=args.offset
             )
         )
@@ -397,14 +396,14 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         tags=["knowledge", "catalogue"],
     )
     async def get_document(ctx: SkillContext, args: GetDocumentInput) -> DocumentInfo:
-        return await knowledge().document(ctx.tenant, args.document_id, with_text=args.include_text)
+        return await knowledge.document(ctx.tenant, args.document_id, with_text=args.include_text)
 
     @skill(
         description="Delete a document, its chunks and its knowledge-graph episodes.",
         tags=["knowledge", "catalogue"],
     )
     async def delete_document(ctx: SkillContext, args: DocumentIdInput) -> Deleted:
-        if not await knowledge().delete_document(ctx.tenant, args.document_id):
+        if not await knowledge.delete_document(ctx.tenant, args.document_id):
             raise SkillError(f"no document {args.document_id!r}")
         return Deleted(deleted=args.document_id, documents=1)
 
@@ -413,7 +412,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeProvider) 
         tags=["knowledge", "catalogue"],
     )
     async def delete_source(ctx: SkillContext, args: SourceIdInput) -> Deleted:
-        count = await knowledge().delete_source(ctx.tenant, args.source_id)
+        count = await knowledge.delete_source(ctx.tenant, args.source_id)
         if count is None:
             raise SkillError(f"no source {args.source_id!r}")
         return Deleted(deleted=args.source_id, documents=count)

@@ -115,6 +115,12 @@ def unavailable(settings: Settings) -> str | None:
     return None
 
 
+def model_file(settings: Settings) -> Path:
+    """Where the model to run is: the configured file, or the packaged Qwen's in the cache
+    (`model_path` joins it there)."""
+    return settings.llm_local_model or cache_directory() / f"{PACKAGED_NAME}.gguf"
+
+
 async def model_path(settings: Settings) -> Path:
     """The GGUF file to run: the configured one, or the packaged Qwen (joined, checked)."""
     problem = unavailable(settings)

@@ -9,14 +9,19 @@ Every value is the caller's tenant's: one query of the tenant's documents with a
 and a limit (knowledge/store.py `complete_documents`).
 """
 
+from typing import TYPE_CHECKING
+
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from agentic_rag.mcp.access import Context, PrincipalFor, require
 from agentic_rag.mcp.prompts import MAX_TOP_K, RETRIEVER
 from agentic_rag.mcp.prompts import NAME as PROMPT
-from agentic_rag.mcp.resources import TEMPLATE, KnowledgeFor
+from agentic_rag.mcp.resources import TEMPLATE
 from agentic_rag.skills import SkillRegistry
+
+if TYPE_CHECKING:
+    from agentic_rag.knowledge.service import KnowledgeService
 
 # The spec's most values in one completion.
 MAX_VALUES = 100
@@ -30,7 +35,10 @@ class Completions:
     """The `completion/complete` handler."""
 
     def __init__(
-        self, registry: SkillRegistry, knowledge: KnowledgeFor | None, principal_for: PrincipalFor
+        self,
+        registry: SkillRegistry,
+        knowledge: "KnowledgeService | None",
+        principal_for: PrincipalFor,
     ) -> None:
         self._knowledge, self._principal_for = knowledge, principal_for
         self._prompted = registry.get(RETRIEVER) is not None  # the prompt is offered
@@ -62,4 +70,4 @@ class Completions:
     async def _documents(self, tenant: str, prefix: str) -> list[tuple[str, str]]:
         assert self._knowledge is not None
         # One more than is sent: whether there are more, without counting them all.
-        return await self._knowledge().store.complete_documents(tenant, prefix, MAX_VALUES + 1)
+        return await self._knowledge.store.complete_documents(tenant, prefix, MAX_VALUES + 1)

@@ -9,9 +9,9 @@ request goes to the one its `Accept` header asks for: a client that accepts
 
 import ipaddress
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import asyncpg
@@ -27,11 +27,13 @@ from starlette.types import Receive, Scope, Send
 
 from agentic_rag.config import Settings
 from agentic_rag.mcp.access import principal_from_http
-from agentic_rag.mcp.durable import TaskServiceFor
-from agentic_rag.mcp.resources import KnowledgeFor
 from agentic_rag.mcp.server import build_server
 from agentic_rag.mcp.subscriptions import DocumentChanges, TenantListen
 from agentic_rag.skills import SkillRegistry
+from agentic_rag.tasks.service import TaskService
+
+if TYPE_CHECKING:
+    from agentic_rag.knowledge.service import KnowledgeService
 
 PATH = "/mcp"
 
@@ -150,19 +152,19 @@ class McpHttp:
         registry: SkillRegistry,
         settings: Settings,
         *,
-        tasks: TaskServiceFor,
-        knowledge: KnowledgeFor | None,
-        pool: Callable[[], asyncpg.Pool],
+        tasks: TaskService,
+        knowledge: "KnowledgeService | None",
+        database: asyncpg.Pool,
     ) -> None:
-        """`tasks` and `knowledge` give the engine's services once it runs (see build_server),
-        `pool` its database, whose document changes 2026-07-28 clients may listen to."""
+        """`tasks` and `knowledge`: the services the server calls (see build_server);
+        `database`: whose document changes 2026-07-28 clients may listen to."""
         for name in _StatelessNoise.LOGGERS:
             logging.getLogger(name).addFilter(_STATELESS_NOISE)  # adds an instance only once
         # Stateless: no connection outlives a request, so no `resources/subscribe`; a
         # 2026-07-28 `subscriptions/listen` is a request whose response is the stream.
         listen = TenantListen(principal_from_http) if knowledge is not None else None
         self._changes = DocumentChanges(listen.changed) if listen is not None else None
-        self._pool = pool
+        self._database = database
         self.server: Server[Any] = build_server(
             registry,
             principal_from_http,
@@ -193,6 +195,6 @@ class McpHttp:
             await stack.enter_async_context(sse.run())
             await stack.enter_async_context(json.run())
             if self._changes is not None:
-                await stack.enter_async_context(self._changes.listening(self._pool()))
+                await stack.enter_async_context(self._changes.listening(self._database))
             log.info("MCP session managers started: stateless Streamable HTTP at %s", PATH)
             yield

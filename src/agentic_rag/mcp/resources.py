@@ -8,7 +8,6 @@ knowledge engine (a server of other skills) there are no documents and no templa
 """
 
 import re
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
     from agentic_rag.knowledge.results import DocumentInfo
     from agentic_rag.knowledge.service import KnowledgeService
 
-KnowledgeFor = Callable[[], "KnowledgeService"]
 """The engine's running knowledge service."""
 
 SCHEME = "agentic-rag"
@@ -91,7 +89,7 @@ def _unknown(uri: str) -> MCPError:
 class DocumentResources:
     """The `resources/list`, `resources/templates/list` and `resources/read` handlers."""
 
-    def __init__(self, knowledge: KnowledgeFor | None, principal_for: PrincipalFor) -> None:
+    def __init__(self, knowledge: "KnowledgeService | None", principal_for: PrincipalFor) -> None:
         self._knowledge, self._principal_for = knowledge, principal_for
 
     async def list_resources(
@@ -102,7 +100,7 @@ class DocumentResources:
         if self._knowledge is None:
             return types.ListResourcesResult(resources=[])
         # One more than a page: whether there is a next page, without counting them all.
-        documents = await self._knowledge().documents(
+        documents = await self._knowledge.documents(
             principal.tenant, source_id=None, limit=PAGE_SIZE + 1, offset=offset
         )
         more = len(documents) > PAGE_SIZE
@@ -126,9 +124,7 @@ class DocumentResources:
         if document_id is None or self._knowledge is None:
             raise _unknown(params.uri)
         try:
-            document = await self._knowledge().document(
-                principal.tenant, document_id, with_text=True
-            )
+            document = await self._knowledge.document(principal.tenant, document_id, with_text=True)
         except NotFound:  # no such document (of this tenant)
             raise _unknown(params.uri) from None
         return types.ReadResourceResult(

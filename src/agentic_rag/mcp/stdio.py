@@ -2,15 +2,18 @@
 
 With `AGENTIC_RAG_URL` set it bridges to that running server (bridge.py), sending
 `AGENTIC_RAG_API_KEY` as `X-API-Key`, so a desktop client shares the server's data. Without
-it, the engine runs in this process on the local data directory and every call is the
-`local` principal's: whoever can start this process owns that directory anyway.
+it, the engine the entry point built runs in this process on the local data directory and
+every call is the `local` principal's: whoever can start this process owns that directory.
 """
 
 import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
+import asyncpg
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.stdio import stdio_server
 
@@ -21,6 +24,10 @@ from agentic_rag.mcp.server import build_server
 from agentic_rag.mcp.subscriptions import DocumentChanges, DocumentSubscriptions, TenantListen
 from agentic_rag.security.principal import LOCAL
 from agentic_rag.skills import SkillRegistry
+from agentic_rag.tasks.service import TaskService
+
+if TYPE_CHECKING:
+    from agentic_rag.knowledge.service import KnowledgeService
 
 URL_ENV = "AGENTIC_RAG_URL"
 API_KEY_ENV = "AGENTIC_RAG_API_KEY"
@@ -28,20 +35,34 @@ API_KEY_ENV = "AGENTIC_RAG_API_KEY"
 log = logging.getLogger(__name__)
 
 
-async def serve_local(settings: Settings, registry: SkillRegistry | None) -> None:
-    """Serve `registry`'s skills, or the product's (None), with the engine in this process."""
-    from agentic_rag.app import build_engine  # app imports the MCP package: import here
+class LocalEngine(Protocol):
+    """What serving in this process needs of the engine its entry point built."""
 
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def registry(self) -> SkillRegistry: ...
+    @property
+    def tasks(self) -> TaskService: ...
+    @property
+    def knowledge(self) -> "KnowledgeService | None": ...
+    @property
+    def database(self) -> asyncpg.Pool: ...
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+async def serve_local(engine: LocalEngine) -> None:
+    """Serve the engine's skills with the engine in this process, as the `local` principal."""
     # The SDK points fd 1 at stderr while it serves, so whatever starts inside (the embedded
     # PostgreSQL too) writes its output there, never into the protocol on stdout.
     async with stdio_server() as (read, write):
-        engine = build_engine(settings, registry, transport="stdio")
         await engine.start()
         try:
             principal_for = fixed_principal(LOCAL)
-            # The product's skills (registry None) come with the knowledge engine, whose
-            # documents this one client may subscribe to.
-            knowledge = (lambda: engine.knowledge) if registry is None else None
+            # With the knowledge engine, its documents are resources this one client may
+            # subscribe to.
+            knowledge = engine.knowledge
             subscriptions = listen = None
             if knowledge is not None:
                 subscriptions = DocumentSubscriptions(knowledge, principal_for)
@@ -49,11 +70,11 @@ async def serve_local(settings: Settings, registry: SkillRegistry | None) -> Non
             server = build_server(
                 engine.registry,
                 principal_for,
-                tasks=lambda: engine.service,
+                tasks=engine.tasks,
                 knowledge=knowledge,
                 subscriptions=subscriptions,
                 listen=listen,
-                instructions=settings.agent_description,
+                instructions=engine.settings.agent_description,
             )
             if subscriptions is None or listen is None:
                 await server.run(read, write, server.create_initialization_options())
@@ -62,7 +83,7 @@ async def serve_local(settings: Settings, registry: SkillRegistry | None) -> Non
                 NotificationOptions(resources_changed=True)
             )
             changes = DocumentChanges(subscriptions.changed, listen.changed)
-            async with changes.listening(engine.pool):
+            async with changes.listening(engine.database):
                 await server.run(read, write, options)
         finally:
             await engine.stop()
@@ -73,20 +94,30 @@ async def serve_bridge(url: str, api_key: str | None) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def run_stdio(settings: Settings | None = None, registry: SkillRegistry | None = None) -> int:
-    """Serve MCP on stdin/stdout until the client closes it; the process's exit status."""
-    url = os.environ.get(URL_ENV, "").strip()
+def bridge_url() -> str | None:
+    """The running server to bridge to (AGENTIC_RAG_URL), or None: serve in this process."""
+    return os.environ.get(URL_ENV, "").strip() or None
+
+
+def run_bridge(url: str) -> int:
+    """Bridge stdin/stdout to the server at `url` until the client closes it; the exit status."""
+    where = f"agentic-rag at {endpoint(url)}"
+    return _run(where, serve_bridge, url, os.environ.get(API_KEY_ENV) or None)
+
+
+def run_local(engine: LocalEngine) -> int:
+    """Serve MCP on stdin/stdout with `engine` until the client closes it; the exit status."""
+    return _run("the local engine", serve_local, engine)
+
+
+def _run[*A](where: str, serve: Callable[[*A], Awaitable[None]], *args: *A) -> int:
     try:
-        if url:
-            anyio.run(serve_bridge, url, os.environ.get(API_KEY_ENV) or None)
-        else:
-            anyio.run(serve_local, settings or Settings(), registry)
+        anyio.run(serve, *args)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
         # Desktop clients show stderr as the server's log: say what failed, in one line.
         log.debug("MCP over stdio stopped", exc_info=True)
-        where = f"agentic-rag at {endpoint(url)}" if url else "the local engine"
         print(f"agentic-rag mcp: cannot serve with {where}: {describe(exc)}", file=sys.stderr)
         return 1
     return 0

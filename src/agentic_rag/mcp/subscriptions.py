@@ -18,7 +18,7 @@ whose response is the stream of notifications, over stdio and over HTTP alike.
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -37,8 +37,11 @@ from mcp.shared.exceptions import MCPError
 
 from agentic_rag.knowledge.store.documents import DOCUMENTS_CHANNEL
 from agentic_rag.mcp.access import Context, PrincipalFor, require
-from agentic_rag.mcp.resources import KnowledgeFor, document_id_of, document_uri
+from agentic_rag.mcp.resources import document_id_of, document_uri
 from agentic_rag.skills import SkillError
+
+if TYPE_CHECKING:
+    from agentic_rag.knowledge.service import KnowledgeService
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +93,7 @@ class DocumentSubscriptions:
     """The `resources/subscribe` and `resources/unsubscribe` handlers of one connection's
     client (2025-11-25), and the notifications of its tenant's document changes."""
 
-    def __init__(self, knowledge: KnowledgeFor, principal_for: PrincipalFor) -> None:
+    def __init__(self, knowledge: "KnowledgeService", principal_for: PrincipalFor) -> None:
         self._knowledge, self._principal_for = knowledge, principal_for
         self._subscribed: dict[str, set[str]] = {}  # tenant -> document ids
         # The latest request's session of each tenant: its standalone channel is the
@@ -110,7 +113,7 @@ class DocumentSubscriptions:
         principal = require(self._principal_for(ctx), "read", "resources/subscribe")
         document_id = document_id_of(params.uri)
         try:
-            await self._knowledge().document(principal.tenant, document_id or "", with_text=False)
+            await self._knowledge.document(principal.tenant, document_id or "", with_text=False)
         except SkillError:  # no such document (of this tenant)
             raise MCPError(
                 types.INVALID_PARAMS, f"unknown resource {params.uri!r}", data={"uri": params.uri}

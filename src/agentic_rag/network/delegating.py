@@ -1,7 +1,4 @@
-"""The delegation side of the agent network, built from settings with the engine."""
-
-from collections.abc import Callable
-from contextlib import AsyncExitStack
+"""The delegation side of the agent network, built from settings by the engine."""
 
 import asyncpg
 
@@ -18,39 +15,42 @@ from agentic_rag.skills import SkillRegistry
 from agentic_rag.tasks.service import TaskService
 
 
-def open_delegation(
-    settings: Settings,
-    pool: asyncpg.Pool,
-    network: Network,
-    registry: SkillRegistry,
-    tasks: Callable[[], TaskService],
-    stack: AsyncExitStack,
-    chat: ChatEndpoint | None,
-) -> tuple[DelegationService, Orchestrator]:
-    """The delegation service and the orchestrator (with the LLM, when one is configured)."""
-    http = peer_http(
-        network.guard,
-        timeout=settings.delegation_request_timeout_seconds,
-        credentials=network.credentials,
-    )
-    stack.push_async_callback(http.aclose)
-    delegation = DelegationService(
-        DelegationStore(pool),
-        network.peers,
-        network.sessions,
-        tasks,
-        network.guard,
-        http,
-        DelegationSettings(
-            poll_seconds=settings.delegation_poll_seconds,
-            backoff=Backoff(
-                settings.delegation_backoff_seconds, settings.delegation_backoff_max_seconds
+class Delegating:
+    """The delegation service and the orchestrator (with the LLM, when one is configured),
+    and the clients they hold open until `aclose`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        pool: asyncpg.Pool,
+        network: Network,
+        registry: SkillRegistry,
+        tasks: TaskService,
+        chat: ChatEndpoint | None,
+    ) -> None:
+        self._http = peer_http(
+            network.guard,
+            timeout=settings.delegation_request_timeout_seconds,
+            credentials=network.credentials,
+        )
+        self.service = DelegationService(
+            DelegationStore(pool),
+            network.peers,
+            network.sessions,
+            tasks,
+            network.guard,
+            self._http,
+            DelegationSettings(
+                poll_seconds=settings.delegation_poll_seconds,
+                backoff=Backoff(
+                    settings.delegation_backoff_seconds, settings.delegation_backoff_max_seconds
+                ),
             ),
-        ),
-    )
-    llm = None
-    if chat is not None:
-        llm = OpenAIChat(chat)
-        stack.push_async_callback(llm.aclose)
-    orchestrator = Orchestrator(PlanStore(pool), registry, network.peers, tasks, llm)
-    return delegation, orchestrator
+        )
+        self._llm = OpenAIChat(chat) if chat is not None else None
+        self.orchestrator = Orchestrator(PlanStore(pool), registry, network.peers, tasks, self._llm)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+        if self._llm is not None:
+            await self._llm.aclose()

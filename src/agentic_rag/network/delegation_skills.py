@@ -4,8 +4,6 @@ Both are resumable: each runs as a durable A2A task (its id is the delegation's 
 id), which a restart, or another worker when this one dies, runs again to continue.
 """
 
-from collections.abc import Callable
-
 from agentic_rag.network.delegation import DelegationRequest, DelegationResult, DelegationService
 from agentic_rag.network.orchestration import (
     OrchestrateInput,
@@ -17,11 +15,10 @@ from agentic_rag.skills import SkillContext, SkillRegistry
 
 def add_delegation_skills(
     registry: SkillRegistry,
-    delegation: Callable[[], DelegationService],
-    orchestrator: Callable[[], Orchestrator],
+    delegation: DelegationService,
+    orchestrator: Orchestrator,
 ) -> None:
-    """Add the skills to `registry`; the services are the running engine's (functions, since
-    they exist only once it has started)."""
+    """Add the skills to `registry`, which call `delegation` and `orchestrator`."""
 
     @registry.skill(
         description=(
@@ -35,7 +32,7 @@ def add_delegation_skills(
         resumable=True,
     )
     async def delegate_task(ctx: SkillContext, args: DelegationRequest) -> DelegationResult:
-        return await delegation().run(ctx, args)
+        return await delegation.run(ctx, args)
 
     @registry.skill(
         description=(
@@ -54,4 +51,4 @@ def add_delegation_skills(
         resumable=True,
     )
     async def orchestrate(ctx: SkillContext, args: OrchestrateInput) -> OrchestrationResult:
-        return await orchestrator().run(ctx, args)
+        return await orchestrator.run(ctx, args)

@@ -8,7 +8,6 @@ details (`schema/problems.py`). The delegation routes hand over to the `Delegati
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -23,7 +22,8 @@ from agentic_rag.a2a.errors import (
     TaskNotFoundError,
     from_task_error,
 )
-from agentic_rag.network.delegation import DelegationRefused, DelegationRequest
+from agentic_rag.config import Settings
+from agentic_rag.network.delegation import DelegationRefused, DelegationRequest, DelegationService
 from agentic_rag.network.records import (
     AgentList,
     DelegatedTask,
@@ -37,13 +37,12 @@ from agentic_rag.network.records import (
     session_record,
 )
 from agentic_rag.network.registration import RegistrationError
+from agentic_rag.network.service import Network
 from agentic_rag.schema.problems import Problem, problem_response
 from agentic_rag.security.principal import Principal, principal_of
 from agentic_rag.security.ssrf import UnsafeURLError
+from agentic_rag.skills import SkillRegistry
 from agentic_rag.tasks.errors import TaskError
-
-if TYPE_CHECKING:
-    from agentic_rag.app import Engine
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +59,15 @@ type Handler = Callable[[Request], Awaitable[Response]]
 
 
 class NetworkRoutes:
-    def __init__(self, engine: "Engine") -> None:
-        self._engine = engine
+    def __init__(
+        self,
+        network: Network,
+        delegation: DelegationService,
+        registry: SkillRegistry,
+        settings: Settings,
+    ) -> None:
+        self._network, self._delegation = network, delegation
+        self._registry, self._settings = registry, settings
 
     def routes(self) -> list[BaseRoute]:
         paths: list[tuple[str, dict[str, Handler]]] = [
@@ -87,7 +93,7 @@ class NetworkRoutes:
     async def register(self, request: Request) -> Response:
         principal = _allowed(request, "write")
         body = _parse(RegisterRequest, await _body(request))
-        registrar = self._engine.network.registrar
+        registrar = self._network.registrar
         try:
             if body.card_url is not None:
                 peer = await registrar.from_card_url(principal.tenant, body.card_url)
@@ -106,18 +112,18 @@ class NetworkRoutes:
             agent_id=peer.id,
             registered_at=peer.registered_at,
             agent=agent_record(peer),
-            heartbeat_interval_seconds=self._engine.settings.peer_heartbeat_interval_seconds,
+            heartbeat_interval_seconds=self._settings.peer_heartbeat_interval_seconds,
         )
         return _json(registered, 201)
 
     async def heartbeat(self, request: Request) -> Response:
         principal = _allowed(request, "write")
         agent_id = request.path_params["agent_id"]
-        peer = await self._engine.network.health.heartbeat(principal.tenant, agent_id)
+        peer = await self._network.health.heartbeat(principal.tenant, agent_id)
         if peer is None:
             raise _no_agent(agent_id)
         assert peer.last_heartbeat is not None
-        settings = self._engine.settings
+        settings = self._settings
         return _json(
             Heartbeat(
                 agent_id=peer.id,
@@ -132,7 +138,7 @@ class NetworkRoutes:
         principal = _allowed(request, "read")
         capability = _query(request, "capability")
         healthy_only = _flag(request, "healthy_only", default=False)
-        peers = await self._engine.network.peers.find(
+        peers = await self._network.peers.find(
             principal.tenant, capability, healthy_only=healthy_only
         )
         return _json(AgentList(agents=[agent_record(p) for p in peers]))
@@ -140,7 +146,7 @@ class NetworkRoutes:
     async def get_agent(self, request: Request) -> Response:
         principal = _allowed(request, "read")
         agent_id = request.path_params["agent_id"]
-        peer = await self._engine.network.peers.get(principal.tenant, agent_id)
+        peer = await self._network.peers.get(principal.tenant, agent_id)
         if peer is None:
             raise _no_agent(agent_id)
         return _json(agent_record(peer))
@@ -148,7 +154,7 @@ class NetworkRoutes:
     async def remove_agent(self, request: Request) -> Response:
         principal = _allowed(request, "write")
         agent_id = request.path_params["agent_id"]
-        if not await self._engine.network.peers.remove(principal.tenant, agent_id):
+        if not await self._network.peers.remove(principal.tenant, agent_id):
             raise _no_agent(agent_id)
         log.info("peer %s removed", agent_id)
         return Response(status_code=204)
@@ -156,11 +162,10 @@ class NetworkRoutes:
     async def capabilities(self, request: Request) -> Response:
         """This agent's and every healthy peer's capabilities, or those named `capability`."""
         principal = _allowed(request, "read")
-        engine = self._engine
         offered = await discover(
-            engine.network.peers,
-            engine.registry,
-            engine.settings.agent_name,
+            self._network.peers,
+            self._registry,
+            self._settings.agent_name,
             principal.tenant,
             _query(request, "capability"),
         )
@@ -172,7 +177,7 @@ class NetworkRoutes:
         principal = _allowed(request, "write")
         body = _parse(DelegationRequest, await _body(request))
         try:
-            task_id = await self._engine.delegation.delegate(principal, body)
+            task_id = await self._delegation.delegate(principal, body)
         except DelegationRefused as exc:
             raise Problem(422, "delegation-refused", str(exc)) from None
         except UnsafeURLError as exc:
@@ -190,7 +195,7 @@ class NetworkRoutes:
         task_id = request.path_params["task_id"]
         wait = _number(request, "wait_seconds", default=0.0, high=MAX_WAIT_SECONDS)
         try:
-            task = await self._engine.delegation.result(principal, task_id, wait)
+            task = await self._delegation.result(principal, task_id, wait)
         except (A2AError, TaskError) as exc:
             raise _task_problem(exc) from None
         if task is None:
@@ -212,7 +217,7 @@ class NetworkRoutes:
         principal = _allowed(request, "write")
         task_id = request.path_params["task_id"]
         try:
-            task = await self._engine.delegation.cancel(principal, task_id)
+            task = await self._delegation.cancel(principal, task_id)
         except (A2AError, TaskError) as exc:
             raise _task_problem(exc) from None
         return _json(
@@ -227,13 +232,13 @@ class NetworkRoutes:
 
     async def list_sessions(self, request: Request) -> Response:
         principal = _allowed(request, "read")
-        sessions = await self._engine.network.sessions.list(principal.tenant)
+        sessions = await self._network.sessions.list(principal.tenant)
         return _json(SessionList(sessions=[session_record(s) for s in sessions]))
 
     async def get_session(self, request: Request) -> Response:
         principal = _allowed(request, "read")
         context_id = request.path_params["context_id"]
-        session = await self._engine.network.sessions.get(principal.tenant, context_id)
+        session = await self._network.sessions.get(principal.tenant, context_id)
         if session is None:
             raise Problem(
                 404, "not-found", f"no active session {context_id!r} (it may have expired)"

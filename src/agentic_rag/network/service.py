@@ -1,8 +1,5 @@
 """The registry side of the agent network, built from settings and started with the engine."""
 
-from contextlib import AsyncExitStack
-from dataclasses import dataclass
-
 import asyncpg
 
 from agentic_rag.config import Settings
@@ -15,34 +12,31 @@ from agentic_rag.network.sessions import SessionStore
 from agentic_rag.security.ssrf import SSRFGuard
 
 
-@dataclass(frozen=True)
 class Network:
-    peers: PeerRegistry
-    registrar: Registrar
-    health: HealthMonitor
-    sessions: SessionStore
-    guard: SSRFGuard  # every URL of a peer passes it (AGENTIC_RAG_PEERS_ALLOW_PRIVATE)
-    credentials: PeerCredentials  # sent to peers' origins (AGENTIC_RAG_PEER_CREDENTIALS)
+    """The registry side of the agent network: peers, registration, health, sessions."""
 
+    def __init__(self, settings: Settings, pool: asyncpg.Pool) -> None:
+        self.guard = SSRFGuard(settings.peers_allow_private)  # every URL of a peer passes it
+        self.credentials = PeerCredentials(settings.peer_credentials)  # sent to peers' origins
+        self._cards = CardFetcher(self.guard, self.credentials)
+        self.peers = PeerRegistry(pool)
+        self.registrar = Registrar(self.peers, self.guard, self._cards)
+        self.health = HealthMonitor(
+            self.peers,
+            self._cards,
+            interval=settings.peer_heartbeat_interval_seconds,
+            timeout=settings.peer_heartbeat_timeout_seconds,
+        )
+        self.sessions = SessionStore(
+            pool,
+            idle_seconds=settings.session_idle_seconds,
+            limit=settings.session_limit if settings.session_limit_enabled else None,
+        )
 
-async def open_network(settings: Settings, pool: asyncpg.Pool, stack: AsyncExitStack) -> Network:
-    """The registry, the health monitor (running until `stack` closes) and the sessions."""
-    guard = SSRFGuard(settings.peers_allow_private)
-    credentials = PeerCredentials(settings.peer_credentials)
-    cards = CardFetcher(guard, credentials)
-    stack.push_async_callback(cards.aclose)
-    peers = PeerRegistry(pool)
-    health = HealthMonitor(
-        peers,
-        cards,
-        interval=settings.peer_heartbeat_interval_seconds,
-        timeout=settings.peer_heartbeat_timeout_seconds,
-    )
-    health.start()
-    stack.push_async_callback(health.stop)
-    sessions = SessionStore(
-        pool,
-        idle_seconds=settings.session_idle_seconds,
-        limit=settings.session_limit if settings.session_limit_enabled else None,
-    )
-    return Network(peers, Registrar(peers, guard, cards), health, sessions, guard, credentials)
+    def start(self) -> None:
+        """Start watching the peers' health."""
+        self.health.start()
+
+    async def stop(self) -> None:
+        await self.health.stop()
+        await self._cards.aclose()

@@ -2,7 +2,6 @@
 `remove_agent`, so that A2A and MCP callers can discover and grow the network as operators do
 with the REST routes under /a2a/agents and /a2a/capabilities."""
 
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
@@ -17,8 +16,6 @@ from agentic_rag.network.records import (
 from agentic_rag.network.registration import RegistrationError
 from agentic_rag.network.service import Network
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
-
-NetworkProvider = Callable[[], Network]
 
 
 class ListAgentsInput(BaseModel):
@@ -72,8 +69,8 @@ def _render_capabilities(output: CapabilityList) -> str:
     )
 
 
-def add_network_skills(registry: SkillRegistry, network: NetworkProvider, agent_name: str) -> None:
-    """Register the network's skills; `network()` gives the running engine's network."""
+def add_network_skills(registry: SkillRegistry, network: Network, agent_name: str) -> None:
+    """Register the network's skills, which call `network`."""
 
     @registry.skill(
         description="The peer agents this agent knows, with their skills (input and output "
@@ -83,7 +80,7 @@ def add_network_skills(registry: SkillRegistry, network: NetworkProvider, agent_
         render=_render_agents,
     )
     async def list_agents(ctx: SkillContext, args: ListAgentsInput) -> AgentList:
-        found = await network().peers.find(
+        found = await network.peers.find(
             ctx.tenant, args.capability, healthy_only=args.healthy_only
         )
         return AgentList(agents=[agent_record(p) for p in found])
@@ -96,7 +93,7 @@ def add_network_skills(registry: SkillRegistry, network: NetworkProvider, agent_
         render=_render_capabilities,
     )
     async def find_capability(ctx: SkillContext, args: FindCapabilityInput) -> CapabilityList:
-        return await discover(network().peers, registry, agent_name, ctx.tenant, args.capability)
+        return await discover(network.peers, registry, agent_name, ctx.tenant, args.capability)
 
     @registry.skill(
         description="Register a peer agent by its Agent Card (fetched from card_url through the "
@@ -105,7 +102,7 @@ def add_network_skills(registry: SkillRegistry, network: NetworkProvider, agent_
         text_argument="card_url",
     )
     async def register_agent(ctx: SkillContext, args: RegisterAgentInput) -> AgentRecord:
-        registrar = network().registrar
+        registrar = network.registrar
         try:
             if args.card_url is not None:
                 peer = await registrar.from_card_url(ctx.tenant, args.card_url)
@@ -122,6 +119,6 @@ def add_network_skills(registry: SkillRegistry, network: NetworkProvider, agent_
         text_argument="agent_id",
     )
     async def remove_agent(ctx: SkillContext, args: RemoveAgentInput) -> RemovedAgent:
-        if not await network().peers.remove(ctx.tenant, args.agent_id):
+        if not await network.peers.remove(ctx.tenant, args.agent_id):
             raise SkillError(f"no peer agent {args.agent_id!r} here")
         return RemovedAgent(agent_id=args.agent_id, removed=True)

@@ -23,6 +23,7 @@ from agentic_rag.config import Settings
 from agentic_rag.observability.metrics import CONTENT_TYPE, Metrics
 from agentic_rag.security.auth import AuthFailure
 from agentic_rag.security.principal import Principal
+from agentic_rag.storage.database import Database
 from agentic_rag.storage.postgres import pending_migrations
 
 log = logging.getLogger(__name__)
@@ -31,11 +32,11 @@ READY_TIMEOUT_SECONDS = 3.0
 _DETAIL_LIMIT = 300
 
 
-async def readiness(pool: asyncpg.Pool | None) -> tuple[bool, dict[str, Any]]:
+async def readiness(pool: Database) -> tuple[bool, dict[str, Any]]:
     """Whether the database answers and has every migration; the body of `/readyz`."""
     database: dict[str, Any]
     migrations: dict[str, Any]
-    if pool is None:
+    if not pool.started:
         database = {"ok": False, "detail": "the engine is not started (starting or stopped)"}
         migrations = {"ok": False, "detail": "not checked: no database"}
     else:
@@ -76,13 +77,13 @@ class HealthEndpoints:
         settings: Settings,
         metrics: Metrics,
         *,
-        pool: Callable[[], asyncpg.Pool | None],
+        database: Database,
         authenticate: Callable[[Scope], Awaitable[Principal]],
     ) -> None:
-        """`pool` gives the engine's pool (None when not started); `authenticate` is the
-        authenticator's, for `/metrics` when no metrics token is configured."""
+        """`database`: the one `/readyz` checks; `authenticate`: the authenticator's, for
+        `/metrics` when no metrics token is configured."""
         self._settings, self._metrics = settings, metrics
-        self._pool, self._authenticate = pool, authenticate
+        self._database, self._authenticate = database, authenticate
 
     def routes(self) -> list[BaseRoute]:
         routes: list[BaseRoute] = [
@@ -97,7 +98,7 @@ class HealthEndpoints:
         return JSONResponse({"status": "ok"})
 
     async def readyz(self, request: Request) -> Response:
-        ready, body = await readiness(self._pool())
+        ready, body = await readiness(self._database)
         return JSONResponse(body, status_code=200 if ready else 503)
 
     async def metrics(self, request: Request) -> Response:

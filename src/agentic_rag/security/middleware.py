@@ -1,7 +1,5 @@
 """The authentication middleware: every request gets a principal before any adapter sees it."""
 
-from collections.abc import Callable
-
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentic_rag.schema.problems import problem_response
@@ -30,9 +28,9 @@ PUBLIC_PAGES = frozenset({("GET", "/"), ("HEAD", "/")})
 class AuthenticationMiddleware:
     """Puts the caller's principal on the ASGI scope, or answers 401 / 429 itself."""
 
-    def __init__(self, app: ASGIApp, authenticator: Callable[[], Authenticator]) -> None:
+    def __init__(self, app: ASGIApp, authenticator: Authenticator) -> None:
         self.app = app
-        self._authenticator = authenticator  # resolved per request: it exists once started
+        self._authenticator = authenticator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -43,7 +41,7 @@ class AuthenticationMiddleware:
             await self.app(scope, receive, send)
             return
         try:
-            scope[SCOPE_KEY] = await self._authenticator().authenticate(scope)
+            scope[SCOPE_KEY] = await self._authenticator.authenticate(scope)
         except AuthFailure as failure:
             if scope["path"].startswith(PROBLEM_PATHS):  # REST routes answer RFC 7807 problems
                 response = problem_response(

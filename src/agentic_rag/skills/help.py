@@ -2,14 +2,10 @@
 
 import json
 import re
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from agentic_rag.skills.registry import SkillContext, SkillRegistry
-
-if TYPE_CHECKING:
-    from agentic_rag.knowledge.skills import KnowledgeProvider
 
 HOW_TO_CALL = (
     'Send a message with a DataPart {"skill": "<name>", "arguments": {...}} whose arguments '
@@ -86,14 +82,9 @@ def add_help(registry: SkillRegistry, *, default: bool = True) -> None:
         )
 
 
-def default_registry(knowledge: "KnowledgeProvider | None" = None) -> SkillRegistry:
-    """The skills the product ships: the knowledge skills (plain text is a question for
-    `hybrid_retrieve`) and `help`; `help` alone, answering plain text, without `knowledge`."""
+def default_registry() -> SkillRegistry:
+    """A registry with `help` alone, answering plain text: the base every server has. The
+    product's skills join it in the composition root (engine.py)."""
     registry = SkillRegistry()
-    add_help(registry, default=knowledge is None)
-    if knowledge is not None:
-        from agentic_rag.knowledge.skills import add_knowledge_skills
-
-        add_knowledge_skills(registry, knowledge)
-        registry.default_skill = "hybrid_retrieve"
+    add_help(registry)
     return registry

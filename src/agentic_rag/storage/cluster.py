@@ -25,6 +25,7 @@ import asyncpg
 import orjson
 
 from agentic_rag.observability.failures import RepeatedFailure
+from agentic_rag.storage.database import Database
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +53,13 @@ class _Incoming:
 
 
 class Cluster:
-    """The lease, the listener and the sweep of one worker: `join`, `run`, `stop`, `leave`."""
+    """The lease, the listener and the sweep of one worker: `start`, `run`, `stop`, `leave`."""
 
-    def __init__(self, dsn: str, conn: asyncpg.Connection, worker: int) -> None:
-        self._dsn, self._conn, self.worker = dsn, conn, worker
+    _conn: asyncpg.Connection  # holds the lease from `start` to `leave`
+
+    def __init__(self, database: Database) -> None:
+        # The id is drawn now (the task store and the graph's queue write it); `start` locks it.
+        self._database, self.worker = database, secrets.randbelow(2**31 - 1) + 1
         self._watchers: dict[TaskKey, set[asyncio.Event]] = {}
         self._on_cancel: Callable[[str, str], None] = lambda tenant, task_id: None
         self._runs_here: Callable[[str, str], bool] = lambda tenant, task_id: False
@@ -64,19 +68,20 @@ class Cluster:
         self._sweeper: asyncio.Task[None] | None = None
         self._busy = asyncio.Lock()
 
-    @classmethod
-    async def join(cls, dsn: str) -> "Cluster":
-        """Take a lease under a fresh worker id, and listen."""
-        conn = await asyncpg.connect(dsn)
+    async def start(self) -> None:
+        """Take the lease of this worker's id (on the started database), and listen."""
+        conn = await asyncpg.connect(self._database.dsn)
         try:
-            worker = await _lock_new_id(conn)
-            cluster = cls(dsn, conn, worker)
-            await cluster._listen()
+            if not await conn.fetchval(
+                "SELECT pg_try_advisory_lock($1, $2)", WORKER_LOCK_CLASS, self.worker
+            ):  # one chance in 2**31 per live worker
+                raise RuntimeError(f"worker id {self.worker} is taken by a live worker: restart")
+            self._conn = conn
+            await self._listen()
         except BaseException:
             await conn.close()
             raise
-        log.info("worker %d joined", worker)
-        return cluster
+        log.info("worker %d joined", self.worker)
 
     def run(
         self,
@@ -134,7 +139,7 @@ class Cluster:
         their writes and ours then conflict, and the first one stored wins.
         """
         log.error("worker %d: lost the database connection that holds its lease", self.worker)
-        conn = await asyncpg.connect(self._dsn)
+        conn = await asyncpg.connect(self._database.dsn)
         try:
             if not await conn.fetchval(
                 "SELECT pg_try_advisory_lock($1, $2)", WORKER_LOCK_CLASS, self.worker
@@ -222,12 +227,3 @@ class Cluster:
                     del self._incoming[token]
                     raw = base64.b64decode("".join(p for p in incoming.pieces if p))
                     self._on_message(incoming.tenant, incoming.task_id, raw)
-
-
-async def _lock_new_id(conn: asyncpg.Connection) -> int:
-    """A random worker id whose lock this connection now holds."""
-    for _ in range(8):
-        worker = secrets.randbelow(2**31 - 1) + 1
-        if await conn.fetchval("SELECT pg_try_advisory_lock($1, $2)", WORKER_LOCK_CLASS, worker):
-            return worker
-    raise RuntimeError("no free worker id after 8 tries")

@@ -1,12 +1,14 @@
-"""The database the settings name, for as long as a block runs: DATABASE_URL, or the embedded
-PostgreSQL in the data directory (started if needed, and stopped after unless another process
-still uses it)."""
+"""The database the settings name: DATABASE_URL, or the embedded PostgreSQL in the data
+directory (started if needed, and stopped after unless another process still uses it). For as
+long as a block runs (`open_database`), or as the engine's `Database`, built before it starts."""
 
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
 
 import asyncpg
+from asyncpg.pool import PoolAcquireContext
 
 from agentic_rag.config import Settings
 from agentic_rag.storage.embedded import EmbeddedPostgres
@@ -22,12 +24,90 @@ def embedded_postgres(settings: Settings) -> EmbeddedPostgres:
 
 @asynccontextmanager
 async def open_database(settings: Settings, *, size: int = 2) -> AsyncIterator[asyncpg.Pool]:
-    async with AsyncExitStack() as stack:
-        dsn = settings.database_url
+    """The settings' database, started for as long as the block runs."""
+    database = Database(settings, size=size)
+    await database.start()
+    try:
+        yield database
+    finally:
+        await database.stop()
+
+
+class DatabaseNotStarted(RuntimeError):
+    pass
+
+
+class Database(asyncpg.Pool):
+    """The settings' database as a pool from construction on; `start` connects it.
+
+    The composition root builds every store on it before the database exists (the embedded
+    server's port is known once it runs). It is a `Pool` because the stores are written
+    against asyncpg's pool: it answers the pool methods they use (`acquire`, `execute`,
+    `executemany`, `fetch`, `fetchrow`, `fetchval`) with the pool `start` opens, after the
+    migrations. Used before `start` (or after `stop`) it says so.
+    """
+
+    __slots__ = ("_dsn", "_opened", "_settings", "_size", "_stack")
+
+    def __init__(self, settings: Settings, *, size: int) -> None:
+        # No Pool.__init__: the pool asyncpg opens at start does the work; this one hands on.
+        self._settings, self._size = settings, size
+        self._opened: asyncpg.Pool | None = None
+        self._stack = AsyncExitStack()
+        self._dsn: str | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._opened is not None
+
+    @property
+    def dsn(self) -> str:
+        if self._dsn is None:
+            raise DatabaseNotStarted("the database is not started: it has no address yet")
+        return self._dsn
+
+    async def start(self) -> None:
+        """DATABASE_URL, or the embedded server started; migrations applied; the pool open."""
+        dsn = self._settings.database_url
         if dsn is None:
-            postgres = embedded_postgres(settings)
-            stack.push_async_callback(asyncio.to_thread, postgres.stop)
+            postgres = embedded_postgres(self._settings)
+            self._stack.push_async_callback(asyncio.to_thread, postgres.stop)
             dsn = await asyncio.to_thread(postgres.start)
-        pool = await connect(dsn, size=size)
-        stack.push_async_callback(pool.close)
-        yield pool
+        self._dsn = dsn
+        opened = await connect(dsn, self._size)
+        self._stack.push_async_callback(opened.close)
+        self._opened = opened
+
+    async def stop(self) -> None:
+        self._opened = None
+        await self._stack.aclose()
+
+    @property
+    def _pool(self) -> asyncpg.Pool:
+        if self._opened is None:
+            raise DatabaseNotStarted("the database is not started (the engine starts it)")
+        return self._opened
+
+    # asyncpg's own options (timeout, column, record_class) pass through as they are, and the
+    # rows come back as asyncpg's overloads type them.
+
+    def acquire(self, **options: Any) -> PoolAcquireContext:
+        return self._pool.acquire(**options)
+
+    async def execute(self, query: str, *args: object, **options: Any) -> str:
+        return await self._pool.execute(query, *args, **options)
+
+    async def executemany(self, command: str, args: object, **options: Any) -> None:
+        await self._pool.executemany(command, args, **options)
+
+    async def fetch(self, query: str, *args: object, **options: Any) -> Any:
+        return await self._pool.fetch(query, *args, **options)
+
+    async def fetchrow(self, query: str, *args: object, **options: Any) -> Any:
+        return await self._pool.fetchrow(query, *args, **options)
+
+    async def fetchval(self, query: str, *args: object, **options: Any) -> Any:
+        return await self._pool.fetchval(query, *args, **options)
+
+    async def close(self) -> None:
+        await self.stop()

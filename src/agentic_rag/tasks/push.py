@@ -60,17 +60,16 @@ class _Key:
 
 
 class SigningKeys:
-    """The keys that sign push notifications, newest first; the newest signs."""
+    """The keys that sign push notifications, newest first; the newest signs. Built on the
+    database before it starts; `load` reads them (the engine's start)."""
 
-    def __init__(self, keys: Sequence[_Key]) -> None:
-        if not keys:
-            raise ValueError("SigningKeys needs at least one key")
-        self._keys = tuple(keys)
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+        self._keys: tuple[_Key, ...] = ()
 
-    @classmethod
-    async def load(cls, pool: asyncpg.Pool) -> Self:
+    async def load(self) -> Self:
         """Load every key from `signing_keys`, creating the first one if the table is empty."""
-        async with pool.acquire() as conn, conn.transaction():
+        async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", _KEYS_LOCK)
             rows = await conn.fetch(_SELECT_KEYS)
             if not rows:
@@ -79,16 +78,23 @@ class SigningKeys:
                 await conn.execute(_INSERT_KEY, kid, _to_pem(private_key))
                 rows = await conn.fetch(_SELECT_KEYS)
                 log.info("created push notification signing key %s", kid)
-        return cls([_from_row(row["kid"], row["private_pem"]) for row in rows])
+        self._keys = tuple(_from_row(row["kid"], row["private_pem"]) for row in rows)
+        return self
+
+    @property
+    def _signing(self) -> _Key:
+        if not self._keys:
+            raise RuntimeError("the push signing keys are not loaded (the engine's start does)")
+        return self._keys[0]
 
     @property
     def kid(self) -> str:
         """The id of the key that signs."""
-        return self._keys[0].kid
+        return self._signing.kid
 
     def sign(self, claims: dict[str, Any]) -> str:
         """A compact JWS of `claims`, ES256, with the signing key's `kid` in the header."""
-        key = self._keys[0]
+        key = self._signing
         return jwt.encode(claims, key.private_key, algorithm=ALGORITHM, headers={"kid": key.kid})
 
     def jwks(self) -> dict[str, list[dict[str, str]]]:

@@ -22,11 +22,11 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 
-from agentic_rag.app import Engine, build_app
+from agentic_rag.app import build_app
 from agentic_rag.config import Settings
+from agentic_rag.engine import Engine
 from agentic_rag.network.delegation_skills import add_delegation_skills
 from agentic_rag.serving import serve
-from agentic_rag.skills import SkillRegistry
 from conformance.skills import conformance_registry
 from tests.support.databases import create_database
 from tests.support.live import ROOT, free_port, run_sut, serve_in_thread, until_ready
@@ -42,28 +42,12 @@ DELEGATOR_SETTINGS: dict[str, Any] = {
 }
 
 
-def delegating_registry(engine: "EngineOf") -> SkillRegistry:
-    """The conformance skills (`script`: "task N D", "fail", echo) and the delegation skills."""
-    registry = conformance_registry()
-    add_delegation_skills(registry, lambda: engine().delegation, lambda: engine().orchestrator)
-    return registry
-
-
-class EngineOf:
-    """The engine of an app built after the registry that needs it."""
-
-    app: Starlette | None = None
-
-    def __call__(self) -> Engine:
-        assert self.app is not None
-        engine: Engine = self.app.state.engine
-        return engine
-
-
 def delegator_app(settings: Settings | None = None) -> Starlette:
-    engine = EngineOf()
-    engine.app = build_app(settings or Settings(), delegating_registry(engine))
-    return engine.app
+    """The conformance skills (`script`: "task N D", "fail", echo) and the delegation skills."""
+    app = build_app(settings or Settings(), conformance_registry())
+    engine: Engine = app.state.engine
+    add_delegation_skills(engine.registry, engine.delegation, engine.orchestrator)
+    return app
 
 
 @contextmanager
