@@ -50,7 +50,8 @@ from agentic_rag.ids import new_id
 from agentic_rag.knowledge.results import CrawlRequest, SearchResult
 from agentic_rag.knowledge.service import KnowledgeService
 from agentic_rag.knowledge.store.search import Filters
-from agentic_rag.llm.endpoint import ChatEndpoint, open_chat
+from agentic_rag.llm.configured import open_chat
+from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.storage.embedded import EmbeddedPostgres
 from agentic_rag.storage.postgres import connect
 
