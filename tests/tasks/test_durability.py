@@ -8,9 +8,9 @@ from pathlib import Path
 
 import asyncpg
 import httpx
-from agentic_rag.tasks.store import TaskStore
 
 from agentic_rag.schema.a2a import TaskState
+from agentic_rag.tasks.store import TaskStore
 from conformance.skills import conformance_registry
 from tests.support.live import free_port, live_server, run_sut
 from tests.support.rpc import call, stream, text_message

@@ -18,11 +18,11 @@ from collections import defaultdict
 from typing import Any
 
 import httpx
-from agentic_rag.tasks.states import TERMINAL, TRANSITIONS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentic_rag.schema.a2a import TaskState
+from agentic_rag.tasks.states import TERMINAL, TRANSITIONS
 from tests.support.live import LiveServer
 from tests.support.rpc import call, stream, text_message
 

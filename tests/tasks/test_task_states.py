@@ -2,7 +2,6 @@
 
 import pytest
 
-from agentic_rag.tasks import states
 from agentic_rag.schema.a2a import (
     Artifact,
     Message,
@@ -14,6 +13,7 @@ from agentic_rag.schema.a2a import (
     TaskStatus,
     TextPart,
 )
+from agentic_rag.tasks import states
 
 S = TaskState
 

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from agentic_rag.cli.skill_client import SkillCallError, Skills, result_of
+from agentic_rag.cli.skill_client import SkillCallError, Skills
 from agentic_rag.cli.skill_commands import progress_bar
 from agentic_rag.config import Settings
 
@@ -52,8 +52,7 @@ async def ingest(
         try:
             skill, arguments = ingestion_call(target, depth=depth, max_pages=max_pages)
             with progress_bar(target) as advance:
-                task = await skills.call(skill, arguments, advance)
-            _, text = result_of(task)
+                _, text = await skills.call(skill, arguments, advance)
             print(text, file=out)
         except SkillCallError as exc:
             failures += 1
@@ -68,7 +67,7 @@ async def query(
     if reranker:
         arguments["reranker"] = reranker
     try:
-        _, text = result_of(await skills.call("hybrid_retrieve", arguments, lambda _: None))
+        _, text = await skills.call("hybrid_retrieve", arguments, lambda _: None)
     except SkillCallError as exc:
         print(f"agentic-rag query: {exc}", file=sys.stderr)
         return 1
@@ -81,7 +80,7 @@ async def sources(skills: Skills, source_id: str | None = None, *, out: TextIO =
     if source_id is not None:
         return await documents(skills, source_id, out=out)
     try:
-        data, _ = result_of(await skills.call("list_sources", {}, lambda _: None))
+        data, _ = await skills.call("list_sources", {}, lambda _: None)
     except SkillCallError as exc:
         print(f"agentic-rag sources: {exc}", file=sys.stderr)
         return 1
@@ -99,7 +98,7 @@ async def sources(skills: Skills, source_id: str | None = None, *, out: TextIO =
 async def documents(skills: Skills, source_id: str, *, out: TextIO = sys.stdout) -> int:
     arguments = {"source_id": source_id, "limit": DOCUMENTS_LISTED}
     try:
-        data, _ = result_of(await skills.call("list_documents", arguments, lambda _: None))
+        data, _ = await skills.call("list_documents", arguments, lambda _: None)
     except SkillCallError as exc:
         print(f"agentic-rag sources: {exc}", file=sys.stderr)
         return 1

@@ -1,24 +1,29 @@
 """Calling a skill from the command line: on the local data directory, or on a running server.
 
-Both ways run the skill as an A2A task and hand back its events as they happen (progress) and
-the final task, so the CLI shows the same progress and result whichever it talks to:
+Both ways run the skill as a task and hand back its progress as it happens and its result
+(structured and readable), so the CLI shows the same whichever it talks to:
 
-- `LocalSkills`: the engine in this process, on the data directory (or DATABASE_URL), as the
-  `local` tenant unless told otherwise; a server using the same directory may run meanwhile.
-- `RemoteSkills`: `message/stream` on the server at a URL, with an API key.
+- `LocalSkills`: the task engine in this process (`TaskService.start_skill`), on the data
+  directory (or DATABASE_URL), as the `local` tenant unless told otherwise; a server using the
+  same directory may run meanwhile.
+- `RemoteSkills`: A2A `message/stream` on the server at a URL, with an API key.
 """
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 import orjson
 
-from agentic_rag.config import Settings
 from agentic_rag.ids import new_id
 
+if TYPE_CHECKING:
+    from agentic_rag.engine import Engine
+
 Progress = Callable[[str], Awaitable[None] | None]
+# What a skill answered: its structured result (the output model as JSON) and readable text.
+Answer = tuple[dict[str, Any], str]
 
 
 class SkillCallError(RuntimeError):
@@ -59,48 +64,49 @@ def progress_text(event: dict[str, Any]) -> str | None:
 
 
 class Skills(Protocol):
-    async def call(
-        self, skill: str, arguments: dict[str, Any], progress: Progress
-    ) -> dict[str, Any]:
-        """Run `skill`, reporting progress texts; the final task (A2A JSON)."""
+    async def call(self, skill: str, arguments: dict[str, Any], progress: Progress) -> Answer:
+        """Run `skill`, reporting progress texts; its answer, or SkillCallError."""
         ...
 
     async def aclose(self) -> None: ...
 
 
 class LocalSkills:
-    def __init__(self, settings: Settings, tenant: str) -> None:
-        self._settings, self._tenant = settings, tenant
+    def __init__(self, engine: "Engine", tenant: str) -> None:
+        self._engine, self._tenant = engine, tenant
         self._stack = AsyncExitStack()
 
     async def start(self) -> "LocalSkills":
-        from agentic_rag.app import build_engine
-
-        engine = build_engine(self._settings, transport="stdio")
-        await engine.start()
-        self._stack.push_async_callback(engine.stop)
-        self._engine = engine
+        await self._engine.start()
+        self._stack.push_async_callback(self._engine.stop)
         return self
 
-    async def call(
-        self, skill: str, arguments: dict[str, Any], progress: Progress
-    ) -> dict[str, Any]:
-        from agentic_rag.schema.compat import SendParams
+    async def call(self, skill: str, arguments: dict[str, Any], progress: Progress) -> Answer:
+        from agentic_rag.tasks.errors import TaskError
+        from agentic_rag.tasks.outcomes import Canceled, Completed, Failed, NeedsInput, Running
 
-        service = self._engine.service
-        params = SendParams.model_validate({"message": skill_message(skill, arguments)})
-        accepted = await service.send(self._tenant, params, reply="stream")
-        if accepted.events is not None:
-            try:
-                async for event in accepted.events:
-                    await _report(progress, orjson.loads(event.json))
-                    if event.final:
-                        break
-            finally:
-                accepted.events.close()
-        task = await service.get(self._tenant, accepted.snapshot.id)
-        dumped: dict[str, Any] = orjson.loads(task.model_dump_json(by_alias=True))
-        return dumped
+        tasks, tenant = self._engine.tasks, self._tenant
+        try:
+            started = await tasks.start_skill(tenant, skill, arguments, follow=True)
+        except TaskError as exc:
+            raise SkillCallError(exc.message) from None
+        try:
+            async for text in started.progress():
+                await _tell(progress, text)
+        finally:
+            started.close()
+        outcome = await tasks.outcome(tenant, started.task_id)
+        match outcome:
+            case Completed(output=output):
+                return output.model_dump(mode="json"), outcome.skill.readable(output)
+            case (
+                Failed(reason=said)
+                | Canceled(reason=said)
+                | NeedsInput(question=said)
+                | Running(message=said)
+            ):
+                state = outcome.state.value
+                raise SkillCallError(f"{said or state} (task {outcome.task_id}, {state})")
 
     async def aclose(self) -> None:
         await self._stack.aclose()
@@ -113,9 +119,7 @@ class RemoteSkills:
             base_url=url.rstrip("/"), headers=headers, timeout=httpx.Timeout(30, read=None)
         )
 
-    async def call(
-        self, skill: str, arguments: dict[str, Any], progress: Progress
-    ) -> dict[str, Any]:
+    async def call(self, skill: str, arguments: dict[str, Any], progress: Progress) -> Answer:
         body = {
             "jsonrpc": "2.0",
             "id": new_id(),
@@ -141,7 +145,7 @@ class RemoteSkills:
             raise SkillCallError(f"cannot reach {self._client.base_url}: {exc}") from None
         if task is None:
             raise SkillCallError("the server's stream ended without the task")
-        return task
+        return result_of(task)
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -150,9 +154,13 @@ class RemoteSkills:
 async def _report(progress: Progress, event: dict[str, Any]) -> None:
     text = progress_text(event)
     if text is not None:
-        outcome = progress(text)
-        if outcome is not None:
-            await outcome
+        await _tell(progress, text)
+
+
+async def _tell(progress: Progress, text: str) -> None:
+    told = progress(text)
+    if told is not None:
+        await told
 
 
 def _applied(task: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import orjson
 from pydantic import ValidationError
 from tqdm import tqdm
 
-from agentic_rag.cli.skill_client import SkillCallError, Skills, result_of
+from agentic_rag.cli.skill_client import SkillCallError, Skills
 from agentic_rag.skills import Skill, SkillRegistry
 
 
@@ -124,8 +124,7 @@ async def call(
     """Run the skill; print its readable result, or its structured result as JSON."""
     try:
         with progress_bar(skill.name) as advance:
-            task = await skills.call(skill.name, arguments, advance)
-        data, text = result_of(task)
+            data, text = await skills.call(skill.name, arguments, advance)
     except SkillCallError as exc:
         print(f"agentic-rag call: {skill.name}: {exc}", file=sys.stderr)
         return 1

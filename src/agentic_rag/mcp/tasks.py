@@ -1,10 +1,11 @@
-"""MCP tasks (protocol 2025-11-25) over A2A tasks: the same task, seen by either protocol.
+"""MCP tasks (protocol 2025-11-25) over the task engine's tasks: the same task that A2A sees.
 
 A `tools/call` of a resumable tool (`execution.taskSupport: "optional"`) that carries `task`
-params is answered at once with a `CreateTaskResult` whose task id is the id of the A2A task
-that runs the call. `tasks/get` shows its status, `tasks/result` waits for its end and
-answers what the call would have, and `tasks/cancel` cancels it, as A2A's `tasks/cancel`
-does. A task is its tenant's: another tenant's task id answers like an unknown one.
+params is answered at once with a `CreateTaskResult` whose task id is the id of the task
+that runs the call (`TaskService.start_skill`; A2A `tasks/get` shows it too). `tasks/get`
+shows its status, `tasks/result` waits for its end and answers what the call would have, and
+`tasks/cancel` cancels it, as A2A's `tasks/cancel` does. A task is its tenant's: another
+tenant's task id answers like an unknown one.
 
 The SDK (mcp 2.3) has the types of tasks but dispatches none of it: it checks every
 `tools/call` result against `CallToolResult`, which a `CreateTaskResult` is not, so the
@@ -25,12 +26,13 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentic_rag.mcp.access import Context, PrincipalFor, require
 from agentic_rag.mcp.calls import ArgumentsError, find_skill, validate_arguments
-from agentic_rag.mcp.durable import TaskServiceFor, create_task, created_at, outcome, status_text
-from agentic_rag.schema.a2a import Task as A2ATask
+from agentic_rag.mcp.durable import answer, start_call
 from agentic_rag.schema.a2a import TaskState
-from agentic_rag.skills import InputRequired, Skill, SkillRegistry
+from agentic_rag.skills import InputRequired, SkillRegistry
 from agentic_rag.tasks import states
 from agentic_rag.tasks.errors import TaskNotCancelableError, TaskNotFoundError, TaskRequestError
+from agentic_rag.tasks.outcomes import TaskView, view_of
+from agentic_rag.tasks.service import TaskService
 
 # The protocol version whose core defines tasks (2026-07-28 moved them to an extension).
 TASKS_VERSION = "2025-11-25"
@@ -83,14 +85,14 @@ class TaskServer(Server[Any]):
         return capabilities.model_copy(update={"tasks": CAPABILITY})
 
 
-def mcp_task(task: A2ATask) -> dict[str, Any]:
-    """The MCP task status of an A2A task, as the wire has it (`ttl: null`: kept for good)."""
-    updated = task.status.timestamp or states.now()
+def mcp_task(task: TaskView) -> dict[str, Any]:
+    """The MCP task status of a task, as the wire has it (`ttl: null`: kept for good)."""
+    updated = task.updated_at or states.now()
     status = types.Task(
         task_id=task.id,
-        status=STATUS[task.status.state],
-        status_message=status_text(task) or None,
-        created_at=created_at(task) or updated,
+        status=STATUS[task.state],
+        status_message=task.message or None,
+        created_at=task.created_at or updated,
         last_updated_at=updated,
         ttl=None,
         poll_interval=POLL_INTERVAL_MS,
@@ -103,7 +105,7 @@ class McpTasks:
     `tasks/list` handlers, over the engine's A2A task service."""
 
     def __init__(
-        self, registry: SkillRegistry, tasks: TaskServiceFor, principal_for: PrincipalFor
+        self, registry: SkillRegistry, tasks: TaskService, principal_for: PrincipalFor
     ) -> None:
         self.registry, self._tasks, self._principal_for = registry, tasks, principal_for
 
@@ -147,47 +149,51 @@ class McpTasks:
             ) from None
         except ArgumentsError as exc:
             raise MCPError(types.INVALID_PARAMS, str(exc)) from None
-        accepted = await create_task(
-            self._tasks(), principal.tenant, skill, arguments, reply="created"
-        )
+        started = await start_call(self._tasks, principal.tenant, skill, arguments, follow=False)
         return {
-            "task": mcp_task(accepted.snapshot),
+            "task": mcp_task(started.view),
             "_meta": {
-                IMMEDIATE_RESPONSE: f"{skill.name} started as task {accepted.snapshot.id}; "
+                IMMEDIATE_RESPONSE: f"{skill.name} started as task {started.task_id}; "
                 "its result comes with tasks/result."
             },
         }
 
     async def get(self, ctx: Context, params: types.GetTaskRequestParams) -> dict[str, Any]:
         principal = require(self._principal_for(ctx), "read", "tasks/get")
-        return mcp_task(await self._load(principal.tenant, params.task_id))
+        try:
+            return mcp_task(await self._tasks.view(principal.tenant, params.task_id))
+        except TaskNotFoundError:
+            raise _unknown(params.task_id) from None
 
     async def result(
         self, ctx: Context, params: types.GetTaskPayloadRequestParams
     ) -> dict[str, Any]:
         """What the task's call answers, once the task has ended (or waits for input)."""
         principal = require(self._principal_for(ctx), "read", "tasks/result")
-        task = await self._load(principal.tenant, params.task_id)
-        if not states.is_final(task.status.state):
-            # Ends once the task is final or paused; the service follows it on any worker.
-            async for _ in self._tasks().follow(principal.tenant, task.id, None):
-                pass
-            task = await self._load(principal.tenant, task.id)
-        result = outcome(self._skill_of(task), task)
+        task_id = params.task_id
+        try:
+            # Once the task is final or paused; the service follows it on any worker.
+            outcome = await self._tasks.outcome(principal.tenant, task_id, wait=True)
+        except TaskNotFoundError:
+            raise _unknown(task_id) from None
+        except TaskRequestError as exc:
+            raise MCPError(
+                types.INVALID_PARAMS, f"task {task_id} runs no tool of this server: {exc.message}"
+            ) from None
         return {
-            **result.model_dump(by_alias=True, mode="json", exclude_none=True),
-            "_meta": {RELATED_TASK: {"taskId": task.id}},
+            **answer(outcome).model_dump(by_alias=True, mode="json", exclude_none=True),
+            "_meta": {RELATED_TASK: {"taskId": task_id}},
         }
 
     async def cancel(self, ctx: Context, params: types.CancelTaskRequestParams) -> dict[str, Any]:
         principal = require(self._principal_for(ctx), "write", "tasks/cancel")
         try:
-            task = await self._tasks().cancel(principal.tenant, params.task_id)
+            task = await self._tasks.cancel(principal.tenant, params.task_id)
         except TaskNotFoundError:
             raise _unknown(params.task_id) from None
         except TaskNotCancelableError as exc:
             raise MCPError(types.INVALID_PARAMS, f"cannot cancel: {exc.message}") from None
-        return mcp_task(task)
+        return mcp_task(view_of(task))
 
     async def list_tasks(
         self, ctx: Context, params: types.PaginatedRequestParams | None
@@ -199,26 +205,12 @@ class McpTasks:
         if after is not None and not after:
             raise MCPError(types.INVALID_PARAMS, "cursor '' is not one this server gave")
         # One more than a page: whether there is a next page, without counting them all.
-        tasks = await self._tasks().store.page(principal.tenant, after, PAGE_SIZE + 1)
+        tasks = await self._tasks.views(principal.tenant, after, PAGE_SIZE + 1)
         page = tasks[:PAGE_SIZE]
         answer: dict[str, Any] = {"tasks": [mcp_task(t) for t in page]}
         if len(tasks) > PAGE_SIZE:
             answer["nextCursor"] = page[-1].id
         return answer
-
-    async def _load(self, tenant: str, task_id: str) -> A2ATask:
-        try:
-            return await self._tasks().get(tenant, task_id)
-        except TaskNotFoundError:
-            raise _unknown(task_id) from None
-
-    def _skill_of(self, task: A2ATask) -> Skill:
-        try:
-            return self._tasks().read_call(task.history or []).skill
-        except TaskRequestError as exc:
-            raise MCPError(
-                types.INVALID_PARAMS, f"task {task.id} runs no tool of this server: {exc.message}"
-            ) from None
 
 
 def _unknown(task_id: str) -> MCPError:

@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -66,7 +66,7 @@ from agentic_rag.schema.a2a import (
     TaskStatusUpdateEvent,
     TextPart,
 )
-from agentic_rag.schema.compat import PushConfig, SendConfiguration, SendParams
+from agentic_rag.schema.compat import PushConfig
 from agentic_rag.security.principal import Principal
 from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.skills import SkillContext, SkillError
@@ -152,7 +152,7 @@ class DelegationService:
         store: DelegationStore,
         peers: PeerRegistry,
         sessions: SessionStore,
-        tasks: Callable[[], TaskService],
+        tasks: TaskService,
         guard: SSRFGuard,
         http: httpx.AsyncClient,
         settings: DelegationSettings,
@@ -170,24 +170,14 @@ class DelegationService:
         tenant = principal.tenant
         await self._check(tenant, request)
         arguments = request.model_dump(mode="json")
-        message = Message(
-            role=Role.user,
-            kind="message",
-            message_id=uuid.uuid4().hex,
-            parts=[data_part({"skill": "delegate_task", "arguments": arguments})],
-        )
         # The callbacks are the task's push configs: signed, sent when it pauses or ends (the
         # status callback also on progress: `status_changed`). Set here, so that a refused
         # URL is refused before the task exists.
         hooks = [u for u in (request.statusCallbackUrl, request.resultWebhookUrl) if u]
-        configuration = None
-        if hooks:
-            configuration = SendConfiguration(push_notification_config=PushConfig(url=hooks[0]))
-        service = self._tasks()
-        accepted = await service.send(
-            tenant, SendParams(message=message, configuration=configuration), reply="created"
-        )
-        task_id = accepted.task.task.id
+        push = PushConfig(url=hooks[0]) if hooks else None
+        service = self._tasks
+        started = await service.start_skill(tenant, "delegate_task", arguments, push=push)
+        task_id = started.task_id
         for url in hooks[1:]:
             await service.set_push_config(tenant, task_id, PushConfig(url=url))
         return task_id
@@ -196,10 +186,10 @@ class DelegationService:
         """The delegation's task once final, waiting up to `wait_seconds`; None if not by then.
 
         Raises TaskNotFoundError for a task the tenant does not have, or that is no delegation."""
-        tenant, service = principal.tenant, self._tasks()
-        task = await service.get(tenant, task_id)
-        if not _is_delegation(task):
+        tenant, service = principal.tenant, self._tasks
+        if await service.skill_of(tenant, task_id) != "delegate_task":
             raise TaskNotFoundError(f"task {task_id} is not a delegation")
+        task = await service.get(tenant, task_id)
         if task.status.state not in states.TERMINAL:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait_seconds):
@@ -210,7 +200,7 @@ class DelegationService:
 
     async def cancel(self, principal: Principal, task_id: str) -> Task:
         """Cancel the delegation's local task, which cancels the remote one."""
-        return await self._tasks().cancel(principal.tenant, task_id)
+        return await self._tasks.cancel(principal.tenant, task_id)
 
     async def _check(self, tenant: str, request: DelegationRequest) -> None:
         if request.target_agent != BEST:
@@ -264,7 +254,7 @@ class DelegationService:
         """The callbacks as push configs of the task (`delegate` sets them for the REST
         route; a caller of the skill names them in its arguments): told when it pauses or
         ends. The status callback also hears of every progress message (`status_changed`)."""
-        service = self._tasks()
+        service = self._tasks
         known = {c.url for c in await service.push_configs(tenant, task_id)}
         for url in (request.statusCallbackUrl, request.resultWebhookUrl):
             if url is not None and url not in known:
@@ -276,25 +266,15 @@ class DelegationService:
 
     async def status_changed(self, tenant: str, task_id: str, url: str) -> None:
         """Send the task as it is now, signed, to its status callback `url`."""
-        service = self._tasks()
-        await service.push.tell(await service.get(tenant, task_id), tenant, url)
+        await self._tasks.tell_webhook(tenant, task_id, url)
 
     def _cancel_requested(self, tenant: str, task_id: str) -> bool:
-        return self._tasks().canceling(tenant, task_id)
+        return self._tasks.canceling(tenant, task_id)
 
     def _settled(self, delegation: Delegation) -> DelegationResult:
         if delegation.state == "completed" and delegation.result is not None:
             return DelegationResult.model_validate(delegation.result)
         raise SkillError(delegation.error or f"delegation {delegation.id} {delegation.state}")
-
-
-def _is_delegation(task: Task) -> bool:
-    if not task.history:
-        return False
-    return any(
-        isinstance(p.root, DataPart) and p.root.data.get("skill") == "delegate_task"
-        for p in task.history[0].parts
-    )
 
 
 class _Run:

@@ -29,7 +29,6 @@ import contextlib
 import logging
 import re
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 
@@ -40,12 +39,17 @@ from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.network.delegation import BEST
 from agentic_rag.network.plan_store import PlanStore, StoredPlan, StoredStep
 from agentic_rag.network.registry import PeerRegistry
-from agentic_rag.schema.a2a import DataPart, Message, Role, Task, TaskState
-from agentic_rag.schema.compat import SendParams
+from agentic_rag.schema.a2a import TaskState
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
-from agentic_rag.tasks import states
 from agentic_rag.tasks.errors import TaskError, TaskNotCancelableError, TaskNotFoundError
-from agentic_rag.tasks.parts import data_part, text_of
+from agentic_rag.tasks.outcomes import (
+    Canceled,
+    Completed,
+    Failed,
+    NeedsInput,
+    Outcome,
+    Running,
+)
 from agentic_rag.tasks.service import TaskService
 
 log = logging.getLogger(__name__)
@@ -153,7 +157,7 @@ class Orchestrator:
         store: PlanStore,
         registry: SkillRegistry,
         peers: PeerRegistry,
-        tasks: Callable[[], TaskService],
+        tasks: TaskService,
         llm: OpenAIChat | None = None,
     ) -> None:
         self._store, self._registry, self._peers = store, registry, peers
@@ -185,7 +189,7 @@ class Orchestrator:
                 )
 
     def _cancel_requested(self, tenant: str, task_id: str) -> bool:
-        return self._tasks().canceling(tenant, task_id)
+        return self._tasks.canceling(tenant, task_id)
 
     async def _decompose(self, ctx: SkillContext, goal: str) -> list[PlanStep]:
         """The LLM's plan for `goal`, over this agent's skills and its peers' capabilities."""
@@ -270,7 +274,7 @@ class _PlanRun:
 
     @property
     def _service(self) -> TaskService:
-        return self.orchestrator._tasks()
+        return self.orchestrator._tasks
 
     async def _step(self, step: PlanStep) -> None:
         for dependency in step.depends_on:
@@ -280,39 +284,38 @@ class _PlanRun:
             if stored is not None and stored.state == "running" and stored.task_id is not None:
                 task_id = stored.task_id
                 self.running[step.id] = task_id
-                task = await self._follow(step, task_id)
-                if task.status.state in (TaskState.failed, TaskState.canceled):
+                outcome = await self._follow(step, task_id)
+                if outcome.state in (TaskState.failed, TaskState.canceled):
                     # Ended while no orchestrator followed it (the crash may have ended it):
                     # run it once more.
                     await self.ctx.progress(f"step {step.id}: running it again after a restart")
-                    task_id, task = await self._start(step, stored.attempt + 1)
+                    task_id, outcome = await self._start(step, stored.attempt + 1)
             else:
-                task_id, task = await self._start(step, 0)
+                task_id, outcome = await self._start(step, 0)
         except asyncio.CancelledError:
             running = self.running.get(step.id)
             if running is not None and (self.cascade or self._client_canceled()):
                 await self._cancel(step, running)
             raise
-        await self._settle(step, task_id, task)
+        await self._settle(step, task_id, outcome)
 
-    async def _start(self, step: PlanStep, attempt: int) -> tuple[str, Task]:
+    async def _start(self, step: PlanStep, attempt: int) -> tuple[str, Outcome]:
         task_id = uuid.uuid5(STEP_TASKS, f"{self.stored.id}\n{step.id}\n{attempt}").hex
         skill, arguments = self._invocation(step)
-        message = Message(
-            role=Role.user,
-            kind="message",
-            message_id=task_id,  # a message sent again after a crash is a retry, not a second
-            task_id=task_id,
-            context_id=self.ctx.context_id,
-            reference_task_ids=[self.stored.id],
-            parts=[data_part({"skill": skill, "arguments": arguments})],
-        )
         await self._store.start_step(
             self.ctx.tenant, self.stored.id, step.id, task_id=task_id, attempt=attempt
         )
         self.running[step.id] = task_id
         try:
-            await self._service.send(self.ctx.tenant, SendParams(message=message), reply="created")
+            # The step's own task id: started again after a crash, it is the same task.
+            await self._service.start_skill(
+                self.ctx.tenant,
+                skill,
+                arguments,
+                context_id=self.ctx.context_id,
+                task_id=task_id,
+                references=[self.stored.id],
+            )
         except TaskError as exc:  # invalid arguments, once references were resolved
             raise StepFailed(step.id, exc.message) from None
         await self.ctx.progress(f"step {step.id}: started ({skill}, task {task_id})")
@@ -335,24 +338,16 @@ class _PlanRun:
         # A failed optional step's output is null to the steps after it.
         return {k: o.output if o.state == "completed" else None for k, o in self.outcomes.items()}
 
-    async def _follow(self, step: PlanStep, task_id: str) -> Task:
+    async def _follow(self, step: PlanStep, task_id: str) -> Outcome:
         """The step's task once it is final (or paused), its progress shown as the plan's."""
-        async for event in self._service.follow(self.ctx.tenant, task_id, None):
-            if event.kind != "status-update":
-                continue
-            status = orjson.loads(event.json).get("status", {})
-            message = status.get("message")
-            if message and status.get("state") == "working":
-                text = " ".join(p.get("text", "") for p in message.get("parts", []))
-                if text:
-                    await self.ctx.progress(f"step {step.id}: {text}")
-        return await self._service.get(self.ctx.tenant, task_id)
+        async for text in self._service.progress(self.ctx.tenant, task_id):
+            await self.ctx.progress(f"step {step.id}: {text}")
+        return await self._service.outcome(self.ctx.tenant, task_id)
 
-    async def _settle(self, step: PlanStep, task_id: str, task: Task) -> None:
+    async def _settle(self, step: PlanStep, task_id: str, outcome: Outcome) -> None:
         tenant, plan_id = self.ctx.tenant, self.stored.id
-        state = task.status.state
-        if state is TaskState.completed:
-            output = _result_data(task)
+        if isinstance(outcome, Completed):
+            output = outcome.output.model_dump(mode="json")
             await self._store.finish_step(tenant, plan_id, step.id, "completed", output=output)
             self.outcomes[step.id] = StepOutcome(
                 id=step.id, state="completed", task_id=task_id, output=output
@@ -360,9 +355,15 @@ class _PlanRun:
             await self.ctx.progress(f"step {step.id}: completed")
             self.settled[step.id].set()
             return
-        reason = text_of(task.status.message) if task.status.message else ""
-        reason = reason or f"its task ended {state.value}"
-        if state in states.PAUSED:
+        match outcome:
+            case (
+                Failed(reason=said)
+                | Canceled(reason=said)
+                | NeedsInput(question=said)
+                | Running(message=said)
+            ):
+                reason = said or f"its task ended {outcome.state.value}"
+        if isinstance(outcome, NeedsInput):
             reason = f"its task asks for input: {reason}"
         await self._store.finish_step(tenant, plan_id, step.id, "failed", error=reason)
         self.outcomes[step.id] = StepOutcome(
@@ -394,16 +395,6 @@ def _outcome(stored: StoredStep) -> StepOutcome:
         output=stored.output,
         error=stored.error,
     )
-
-
-def _result_data(task: Task) -> Any:
-    """The data of the task's result artifact (a skill's output model), else its text."""
-    for artifact in reversed(task.artifacts or []):
-        for part in artifact.parts:
-            if isinstance(part.root, DataPart):
-                return part.root.data
-    texts = [p.root.text for a in task.artifacts or [] for p in a.parts if p.root.kind == "text"]
-    return "\n".join(texts) if texts else None
 
 
 def _resolve(value: Any, outputs: dict[str, Any]) -> Any:

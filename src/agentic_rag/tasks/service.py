@@ -10,9 +10,9 @@ import contextlib
 import logging
 import uuid
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from agentic_rag.ids import new_id
 from agentic_rag.observability import metrics as observed
@@ -37,7 +37,16 @@ from agentic_rag.tasks.errors import (
     TaskRequestError,
 )
 from agentic_rag.tasks.journal import EventBus, Journal, Subscription
-from agentic_rag.tasks.parts import agent_text, final_status, has_message, serialize
+from agentic_rag.tasks.outcomes import (
+    CREATED_AT,
+    Outcome,
+    Started,
+    TaskView,
+    outcome_of,
+    progress_texts,
+    view_of,
+)
+from agentic_rag.tasks.parts import agent_text, data_part, final_status, has_message, serialize
 from agentic_rag.tasks.push import PushNotifier
 from agentic_rag.tasks.push_configs import PushConfigs
 from agentic_rag.tasks.relay import Relay, Relayed
@@ -149,17 +158,29 @@ class TaskService:
                 f"this agent answers with {', '.join(OUTPUT_MODES)}; "
                 f"none is in acceptedOutputModes {config.accepted_output_modes}"
             )
+        return await self._accept(tenant, message, push_config, reply)
+
+    async def _accept(
+        self,
+        tenant: str,
+        message: Message,
+        push: PushConfig | None,
+        reply: Reply,
+        invocation: Invocation | None = None,
+    ) -> Accepted:
+        """Create or continue the task of a checked `message` (`invocation`: the skill call
+        it starts, when the caller knows it)."""
         if message.task_id is None:
-            return await self._create(tenant, new_id(), message, push_config, reply)
+            return await self._create(tenant, new_id(), message, push, reply, invocation)
         async with self._lock(tenant, message.task_id):
             while True:
                 try:
                     existing = await self._load(tenant, message.task_id)
                     if existing is None:  # a client-chosen id (§12.3)
                         return await self._create(
-                            tenant, message.task_id, message, push_config, reply, claim=True
+                            tenant, message.task_id, message, push, reply, invocation, claim=True
                         )
-                    return await self._continue(existing, message, push_config, reply)
+                    return await self._continue(existing, message, push, reply)
                 except TaskConflict:
                     # Another worker created, continued or ended the task first: decide again
                     # from what it stored (a retry of the same message, or a task moved on).
@@ -172,6 +193,7 @@ class TaskService:
         message: Message,
         push: PushConfig | None,
         reply: Reply,
+        invocation: Invocation | None = None,
         *,
         claim: bool = False,
     ) -> Accepted:
@@ -179,7 +201,8 @@ class TaskService:
         creating too), queue it only once its creation is durably this one."""
         context_id = message.context_id or new_id()
         message = message.model_copy(update={"task_id": task_id, "context_id": context_id})
-        invocation = self.read_call([message])
+        if invocation is None:
+            invocation = self.read_call([message])
         invocation.check()
         task = Task(
             id=task_id,
@@ -332,6 +355,84 @@ class TaskService:
         relayed = Relayed(self.relay.follow(active.tenant, task.id, seq))
         return Accepted(active, task, seq, relayed, relayed=True)
 
+    # -- skills run as tasks, for callers that are no A2A client -----------------------------
+
+    async def start_skill(
+        self,
+        tenant: str,
+        skill: str,
+        arguments: Mapping[str, Any],
+        *,
+        context_id: str | None = None,
+        task_id: str | None = None,
+        references: Sequence[str] = (),
+        push: PushConfig | None = None,
+        follow: bool = False,
+    ) -> Started:
+        """Start a task of `tenant` that runs `skill` with `arguments`, durably created.
+
+        Raises `TaskRequestError` for an unknown skill or wrong arguments (missing ones
+        pause the task, which asks for them: `NeedsInput`). A caller-chosen `task_id` makes
+        the start idempotent: starting it again answers with the task as it stands.
+        `references`: tasks this one follows from. `push`: a webhook told when it settles.
+        With `follow`, `Started.progress()` relays its progress from its very start.
+        """
+        found = self.registry.get(skill)
+        if found is None:
+            known = ", ".join(s.name for s in self.registry)
+            raise TaskRequestError(f"unknown skill {skill!r}; this agent has: {known}")
+        if push is not None:
+            self.push.check(push)
+        # The record is the one an A2A client's message would make, so that the call is read
+        # back from it (`read_call`) when the task is recovered or continued.
+        message = Message(
+            role=Role.user,
+            kind="message",
+            message_id=task_id or new_id(),  # starting a chosen task again is a retry
+            task_id=task_id,
+            context_id=context_id,
+            reference_task_ids=list(references) or None,
+            parts=[data_part({"skill": skill, "arguments": dict(arguments)})],
+            metadata={CREATED_AT: states.now()},
+        )
+        invocation = Invocation(found, dict(arguments), [])
+        reply: Reply = "stream" if follow else "created"
+        accepted = await self._accept(tenant, message, push, reply, invocation)
+        return Started(view_of(accepted.snapshot), accepted.events)
+
+    async def outcome(self, tenant: str, task_id: str, *, wait: bool = False) -> Outcome:
+        """How the task stands, a completed one's result as its skill's output model; with
+        `wait`, once it has settled (final, or paused for input), whichever worker runs it.
+
+        Raises `TaskNotFoundError`, and `TaskRequestError` for a task whose skill this
+        registry does not have."""
+        task = await self.get(tenant, task_id)
+        if wait and not states.is_final(task.status.state):
+            async for _ in self.follow(tenant, task_id, None):
+                pass  # ends once the task is final or paused
+            task = await self.get(tenant, task_id)
+        return outcome_of(self.read_call(task.history or []).skill, task)
+
+    async def progress(self, tenant: str, task_id: str) -> AsyncIterator[str]:
+        """The texts of the task's progress from now until it settles."""
+        async for text in progress_texts(self.follow(tenant, task_id, None)):
+            yield text
+
+    async def skill_of(self, tenant: str, task_id: str) -> str | None:
+        """The name of the skill the task runs; None if it names none this registry has."""
+        task = await self.get(tenant, task_id)
+        try:
+            return self.read_call(task.history or []).skill.name
+        except TaskRequestError:
+            return None
+
+    async def view(self, tenant: str, task_id: str) -> TaskView:
+        return view_of(await self.get(tenant, task_id))
+
+    async def views(self, tenant: str, after: str | None, limit: int) -> list[TaskView]:
+        """A page of the tenant's tasks, in id order after the id `after`."""
+        return [view_of(t) for t in await self.store.page(tenant, after, limit)]
+
     # -- tasks/get, tasks/cancel, tasks/resubscribe ----------------------------------------
 
     async def get(self, tenant: str, task_id: str) -> Task:
@@ -451,6 +552,13 @@ class TaskService:
     async def delete_push_config(self, tenant: str, task_id: str, config_id: str) -> None:
         await self._require(tenant, task_id)
         await self.push.delete(tenant, task_id, config_id)
+
+    async def tell_webhook(self, tenant: str, task_id: str, url: str) -> None:
+        """Send the task as it stands (durably) to its push config at `url`, if it has one."""
+        active = await self._load(tenant, task_id)
+        if active is None:
+            raise TaskNotFoundError(f"task {task_id} not found")
+        await self.push.tell(active.task, tenant, url)
 
     async def _require(self, tenant: str, task_id: str) -> None:
         if await self._load(tenant, task_id) is None:

@@ -1,0 +1,109 @@
+"""The task engine's neutral API: a skill started by name with arguments, its progress, and its
+outcome read back as the skill's output model or a typed failure, with no A2A message built by
+the caller (what MCP's durable calls, the CLI and the orchestrator use)."""
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from agentic_rag.config import Settings
+from agentic_rag.engine import Engine
+from agentic_rag.schema.a2a import TaskState
+from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
+from agentic_rag.tasks.errors import TaskNotFoundError, TaskRequestError
+from agentic_rag.tasks.outcomes import Canceled, Completed, Failed, NeedsInput, Outcome
+from agentic_rag.tasks.service import TaskService
+
+
+class Count(BaseModel):
+    up_to: int
+
+
+class Counted(BaseModel):
+    numbers: list[int]
+
+
+class Ask(BaseModel):
+    question: str
+
+
+def registry() -> SkillRegistry:
+    skills = SkillRegistry()
+
+    @skills.skill(description="Counts, telling each number as progress.")
+    async def count(ctx: SkillContext, args: Count) -> Counted:
+        for n in range(1, args.up_to + 1):
+            await ctx.progress(f"at {n}")
+        return Counted(numbers=list(range(1, args.up_to + 1)))
+
+    @skills.skill(description="Fails with a reason.")
+    async def refuse(ctx: SkillContext, args: Ask) -> Counted:
+        raise SkillError(f"refused: {args.question}")
+
+    @skills.skill(description="Asks the caller before it answers.")
+    async def ask(ctx: SkillContext, args: Ask) -> Counted:
+        ctx.ask(f"which {args.question}?")
+
+    return skills
+
+
+@pytest.fixture
+async def tasks(database_url: str, data_dir: Path) -> AsyncIterator[TaskService]:
+    engine = Engine(Settings(data_dir=data_dir, database_url=database_url), registry())
+    await engine.start()
+    try:
+        yield engine.tasks
+    finally:
+        await engine.stop()
+
+
+async def test_a_started_skill_reports_progress_then_its_output_model(tasks: TaskService) -> None:
+    started = await tasks.start_skill("acme", "count", {"up_to": 3}, follow=True)
+    try:
+        progress = [text async for text in started.progress()]
+    finally:
+        started.close()
+    outcome = await tasks.outcome("acme", started.task_id)
+    assert progress == ["at 1", "at 2", "at 3"]
+    assert isinstance(outcome, Completed)
+    assert outcome.output == Counted(numbers=[1, 2, 3])  # the skill's model, not JSON
+    assert outcome.skill.name == "count"
+    view = await tasks.view("acme", started.task_id)
+    assert view.state is TaskState.completed and view.created_at is not None
+
+
+async def test_outcomes_that_are_no_result_are_typed(tasks: TaskService) -> None:
+    refused = await tasks.start_skill("acme", "refuse", {"question": "why"})
+    asked = await tasks.start_skill("acme", "ask", {"question": "colour"})
+    failed = await tasks.outcome("acme", refused.task_id, wait=True)
+    paused = await tasks.outcome("acme", asked.task_id, wait=True)
+    assert failed == Failed(refused.task_id, failed.skill, "refused: why")
+    assert paused == NeedsInput(asked.task_id, paused.skill, "which colour?")
+    canceled: Outcome = await _canceled(tasks, asked.task_id)
+    assert isinstance(canceled, Canceled) and canceled.task_id == asked.task_id
+
+
+async def _canceled(tasks: TaskService, task_id: str) -> Outcome:
+    await tasks.cancel("acme", task_id)
+    return await tasks.outcome("acme", task_id)
+
+
+async def test_a_chosen_task_id_makes_a_start_idempotent(tasks: TaskService) -> None:
+    first = await tasks.start_skill("acme", "count", {"up_to": 2}, task_id="step-1")
+    done = await tasks.outcome("acme", first.task_id, wait=True)
+    again = await tasks.start_skill("acme", "count", {"up_to": 2}, task_id="step-1")
+    assert first.task_id == again.task_id == "step-1"
+    assert await tasks.outcome("acme", "step-1") == done  # the same task, not a second run
+    assert len((await tasks.get("acme", "step-1")).artifacts or []) == 1
+
+
+async def test_wrong_starts_are_refused_before_a_task_exists(tasks: TaskService) -> None:
+    with pytest.raises(TaskRequestError, match="unknown skill 'nope'; this agent has: count"):
+        await tasks.start_skill("acme", "nope", {})
+    with pytest.raises(TaskRequestError, match=r"invalid arguments for skill 'count': up_to"):
+        await tasks.start_skill("acme", "count", {"up_to": "many"})
+    assert await tasks.views("acme", None, 10) == []
+    with pytest.raises(TaskNotFoundError):
+        await tasks.outcome("other-tenant", "step-1")
