@@ -106,8 +106,13 @@ def run_wrk(
     duration_s: float,
     limit: int = 0,
     timeout_s: float = 30.0,
+    *,
+    script: Path = LUA_SEND,
+    path: str = "/",
+    script_args: Sequence[str] | None = None,
 ) -> WrkResult:
-    """Run wrk (one thread) against `server` with message/send.
+    """Run wrk (one thread) against `server` with message/send (or `script` at `path`, given
+    `script_args` before the limit: bench/lua/mcp_call.lua).
 
     With `limit`, wrk stops after that many answers (or after `duration_s`, the upper bound).
     CPU of the server tree is measured over the run; wrk's own CPU comes from its rusage.
@@ -119,10 +124,10 @@ def run_wrk(
         f"-d{max(math.ceil(duration_s), 1)}s",
         f"--timeout={math.ceil(timeout_s)}s",
         "-s",
-        str(LUA_SEND),
-        server.url,
+        str(script),
+        server.url.rstrip("/") + path,
         "--",
-        uuid.uuid4().hex[:12],
+        *(script_args if script_args is not None else [uuid.uuid4().hex[:12]]),
         str(limit),
     ]
     cpu_before = server.cpu_snapshot()

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from agentic_rag.embedding.batching import QueryBatcher
 from agentic_rag.embedding.embedders import Embedder
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge import answers
@@ -91,7 +92,9 @@ class Retrieval:
         llm: OpenAIChat | None = None,
     ) -> None:
         self._store, self._trajectories = store, trajectories
-        self._embedder, self._space, self.config = embedder, space, config
+        self._space, self.config = space, config
+        # Concurrent searches embed their queries together (one model call).
+        self._queries = QueryBatcher(embedder)
         self._cross_encoder, self._llm = cross_encoder, llm
         self.graph: DocumentGraph | None = None  # set when the graph runs (KnowledgeService)
 
@@ -210,6 +213,8 @@ class Retrieval:
             retrievers={name: _ranks(hits_of) for name, hits_of in lists.items()},
             answer=reply,
         )
+        # One dump of the result (pydantic's, in Rust) gives the trace its parts.
+        shown = result.model_dump(mode="json")
         trace = {
             "query": query,
             "plan": {
@@ -222,7 +227,7 @@ class Retrieval:
                 "filters": _filters_trace(filters),
                 "embedding_model": self._space.model,
             },
-            "retrievers": {name: [r.model_dump() for r in _ranks(h)] for name, h in lists.items()},
+            "retrievers": shown["retrievers"],
             "fusion": {
                 "inputs": {name: len(h) for name, h in lists.items()},
                 "output": [
@@ -241,8 +246,8 @@ class Retrieval:
                 k: v if isinstance(v, str) else [r.model_dump() for r in v]
                 for k, v in rerank_trace.items()
             },
-            "hits": [h.model_dump(mode="json") for h in hits],
-            "answer": reply.model_dump(mode="json") if reply else None,
+            "hits": shown["hits"],
+            "answer": shown["answer"],
             "graph_facts": [asdict(f) for found in graph_found for f in found.facts],
             "graph_entities": [asdict(e) for found in graph_found for e in found.entities],
             "timings_ms": {**leg_times, **clock.timings},
@@ -284,7 +289,7 @@ class Retrieval:
         times: dict[str, float],
     ) -> Ranked:
         clock = Stopwatch()
-        (vector,) = await self._embedder.embed([query])
+        vector = await self._queries.embed(query)
         clock.lap("embed_query")
         hits = await self._store.dense(tenant, self._space, vector, limit, filters)
         if similarity_threshold is not None:

@@ -118,14 +118,20 @@ class Search:
         # generic plan could not prove the predicate and would never use the index.
         in_space = f"e.space = {int(space.id)}"
         async with self._pool.acquire() as conn, conn.transaction():
+            # One round trip: the tenant's size and the settings of this transaction. A plan
+            # made for one tenant must not serve another of another size (measured: a generic
+            # plan made the exact path of a 1k tenant 28x slower); the HNSW settings matter
+            # only to the index, which the exact path does not read.
             size = await conn.fetchval(
-                "SELECT chunks FROM lexicon_totals WHERE tenant = $1", tenant
+                "SELECT (SELECT chunks FROM lexicon_totals WHERE tenant = $1) FROM (SELECT "
+                "set_config('plan_cache_mode', 'force_custom_plan', true), "
+                "set_config('hnsw.ef_search', $2, true), "
+                "set_config('hnsw.iterative_scan', 'relaxed_order', true)) AS settings",
+                tenant,
+                str(max(int(ef_search), limit)),
             )
             exact = filters.narrow or (size or 0) <= self._exact_max
             joins = _FILTER_JOINS if filters else ""
-            # A plan made for one tenant must not serve another of another size (measured: a
-            # generic plan made the exact path of a 1k tenant 28x slower).
-            await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
             if exact:
                 # MATERIALIZED keeps the planner from ordering by the index of all tenants.
                 sql = (
@@ -135,8 +141,6 @@ class Search:
                     "SELECT chunk_id, distance FROM candidates ORDER BY distance LIMIT $3"
                 )
             else:
-                await conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(ef_search), limit)}")
-                await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 # Ordered as the index holds the vectors, scored at full precision.
                 approximate = (
                     f"e.embedding::{space.index_type} <=> "
@@ -195,23 +199,23 @@ class Search:
         past either (queries of frequent words on large tenants), the best of those scored.
         """
         async with self._pool.acquire() as conn, conn.transaction():
-            # Without the tenant beside them the keys' matches are estimated high enough for
-            # parallel workers, whose start costs more than the search (a 10k tenant's query:
-            # 9.4 ms with two workers, 1.3 ms without).
-            await conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            # One round trip: the query's lexemes with their document frequencies, the
+            # tenant's totals, and this transaction's setting. Without the tenant beside them
+            # the keys' matches are estimated high enough for parallel workers, whose start
+            # costs more than the search (a 10k tenant's query: 9.4 ms with two workers, 1.3
+            # ms without). No lexeme or no totals: nothing to find.
             found = await conn.fetch(
-                "SELECT q.lexeme, coalesce(l.df, 0) AS df "
-                f"FROM unnest({lexemes('$2')}) q "
+                "SELECT q.lexeme, coalesce(l.df, 0) AS df, t.chunks, t.terms "
+                "FROM (SELECT set_config('max_parallel_workers_per_gather', '0', true)) AS s, "
+                f"unnest({lexemes('$2')}) q "
+                "JOIN lexicon_totals t ON t.tenant = $1 "
                 "LEFT JOIN lexicon l ON l.tenant = $1 AND l.lexeme = q.lexeme",
                 tenant,
                 query,
             )
-            totals = await conn.fetchrow(
-                "SELECT chunks, terms FROM lexicon_totals WHERE tenant = $1", tenant
-            )
-            if totals is None or totals["chunks"] == 0:
+            if not found or found[0]["chunks"] == 0:
                 return []
-            chunks, average = totals["chunks"], totals["terms"] / totals["chunks"]
+            chunks, average = found[0]["chunks"], found[0]["terms"] / found[0]["chunks"]
             terms = bm25.query_terms(((r["lexeme"], r["df"]) for r in found), chunks)
             if not terms:
                 return []
