@@ -150,10 +150,18 @@ class SkillTools:
         self.registry, self._principal_for, self._durable = registry, principal_for, durable
         self._levels = levels
         self._in_flight = InFlight()
+        self._input_schemas: dict[str, tuple[Skill, dict[str, Any]]] = {}
 
     def input_schema_of(self, name: str) -> dict[str, Any] | None:
+        """The tool's input schema, which the SDK reads on every `tools/call` (to check the
+        `Mcp-Param-*` headers): made once per skill, as pydantic takes milliseconds to."""
         skill = self.registry.get(name)
-        return None if skill is None else input_schema(skill)
+        if skill is None:
+            return None
+        known = self._input_schemas.get(name)
+        if known is None or known[0] is not skill:
+            known = self._input_schemas[name] = (skill, input_schema(skill))
+        return known[1]
 
     async def list_tools(
         self, ctx: Context, params: types.PaginatedRequestParams | None
