@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import mcp.types as types
@@ -34,7 +34,7 @@ from agentic_rag.mcp.calls import (
 from agentic_rag.mcp.client_log import LogLevels, result_lines
 from agentic_rag.mcp.completions import Completions
 from agentic_rag.mcp.context import McpSkillContext, ProgressSteps
-from agentic_rag.mcp.durable import DurableCalls, TaskServiceFor
+from agentic_rag.mcp.durable import DurableCalls
 from agentic_rag.mcp.elicitation import (
     Declined,
     Gathered,
@@ -46,12 +46,16 @@ from agentic_rag.mcp.elicitation import (
     question_for,
 )
 from agentic_rag.mcp.prompts import CitationPrompt
-from agentic_rag.mcp.resources import DocumentResources, KnowledgeFor
+from agentic_rag.mcp.resources import DocumentResources
 from agentic_rag.mcp.subscriptions import DocumentSubscriptions, TenantListen
 from agentic_rag.mcp.tasks import EXECUTION, McpTasks, TaskServer
 from agentic_rag.security.principal import Principal
 from agentic_rag.skills import InputRequired, Skill, SkillError, SkillRegistry
 from agentic_rag.skills.metering import SkillCall
+from agentic_rag.tasks.service import TaskService
+
+if TYPE_CHECKING:
+    from agentic_rag.knowledge.service import KnowledgeService
 
 log = logging.getLogger(__name__)
 
@@ -310,16 +314,16 @@ def build_server(
     registry: SkillRegistry,
     principal_for: PrincipalFor,
     *,
-    tasks: TaskServiceFor,
-    knowledge: KnowledgeFor | None,
+    tasks: TaskService,
+    knowledge: "KnowledgeService | None",
     subscriptions: DocumentSubscriptions | None = None,
     listen: TenantListen | None = None,
     instructions: str | None = None,
 ) -> Server[Any]:
     """An MCP server whose tools are the skills of `registry`, each called as `principal_for`.
 
-    `tasks` gives the engine's task service, which runs the calls of resumable skills;
-    `knowledge` its knowledge service, whose documents are resources (None: no documents);
+    `tasks`: the task service, which runs the calls of resumable skills; `knowledge`: the
+    knowledge service, whose documents are resources (None: no documents);
     `subscriptions`, for a server of one lasting connection (stdio), its client's
     subscriptions to documents (None: no `resources/subscribe`); `listen` the streams of
     document changes of 2026-07-28 clients (None: no `subscriptions/listen`).
