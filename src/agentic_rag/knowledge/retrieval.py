@@ -185,9 +185,9 @@ class Retrieval:
             }
             clock.lap("rerank")
         final, found = await self._distinct(tenant, ranked, top_k)
+        # Each retriever's (rank, score) by chunk; models only for the hits that show them.
         own_ranks = {
-            name: {c: RetrieverScore(rank=i, score=s) for i, (c, s) in enumerate(hits, 1)}
-            for name, hits in lists.items()
+            name: {c: (i, s) for i, (c, s) in enumerate(hits, 1)} for name, hits in lists.items()
         }
         hits = [
             SearchHit(
@@ -196,7 +196,9 @@ class Retrieval:
                 text=found[chunk_id].text,
                 provenance=_provenance(found[chunk_id]),
                 retrievers={
-                    name: ranks[chunk_id] for name, ranks in own_ranks.items() if chunk_id in ranks
+                    name: RetrieverScore(rank=ranks[chunk_id][0], score=ranks[chunk_id][1])
+                    for name, ranks in own_ranks.items()
+                    if chunk_id in ranks
                 },
             )
             for rank, (chunk_id, score) in enumerate(final, start=1)
@@ -392,7 +394,12 @@ class Retrieval:
 
 
 def _ranks(hits: Sequence[tuple[int, float]]) -> list[RankedChunk]:
-    return [RankedChunk(chunk_id=c, rank=i, score=s) for i, (c, s) in enumerate(hits, start=1)]
+    # Built without validation: ids, ranks and scores are ints and floats already, and a
+    # search lists 200 of them (validating them took 3% of a worker's time under load).
+    return [
+        RankedChunk.model_construct(chunk_id=c, rank=i, score=float(s))
+        for i, (c, s) in enumerate(hits, start=1)
+    ]
 
 
 def _provenance(hit: Hit) -> Provenance:

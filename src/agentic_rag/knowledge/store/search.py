@@ -134,7 +134,7 @@ class Search:
             joins = _FILTER_JOINS if filters else ""
             if exact:
                 # MATERIALIZED keeps the planner from ordering by the index of all tenants.
-                sql = (
+                nearest = (
                     "WITH candidates AS MATERIALIZED (SELECT e.chunk_id, "
                     f"{distance} AS distance FROM chunk_embeddings e {joins} "
                     f"WHERE {in_space} AND e.tenant = $1 {where}) "
@@ -146,28 +146,31 @@ class Search:
                     f"e.embedding::{space.index_type} <=> "
                     f"$2::{space.vector_type}::{space.index_type}"
                 )
-                sql = (
+                nearest = (
                     f"SELECT e.chunk_id, {distance} AS distance FROM chunk_embeddings e {joins} "
                     f"WHERE {in_space} AND e.tenant = $1 {where} "
                     f"ORDER BY {approximate} LIMIT $3"
                 )
-            rows = await conn.fetch(sql, *params)
-            similarity = {r["chunk_id"]: 1.0 - float(r["distance"]) for r in rows}
-            vector = space.vector_type
-            of_document: dict[int, float] = dict(
-                await conn.fetch(  # type: ignore[arg-type]
-                    f"SELECT c.id, 1 - (d.embedding::{vector} <=> $3::{vector}) FROM chunks c "
-                    "JOIN document_embeddings d ON d.space = $1 AND d.tenant = c.tenant "
-                    "AND d.document_id = c.document_id "
-                    "WHERE c.tenant = $2 AND c.id = ANY($4::bigint[])",
-                    space.id,
-                    tenant,
-                    query,
-                    list(similarity),
+            if not document_weight:
+                rows = await conn.fetch(
+                    f"SELECT *, NULL AS of_document FROM ({nearest}) n", *params
                 )
-                if document_weight and similarity
-                else []
-            )
+            else:
+                # The nearest chunks' documents' own similarity, in the same round trip: joined
+                # to the `limit` rows the subquery keeps, not before.
+                vector = space.vector_type
+                rows = await conn.fetch(
+                    "SELECT n.chunk_id, n.distance, "
+                    f"1 - (d.embedding::{vector} <=> $2::{vector}) AS of_document "
+                    f"FROM ({nearest}) n JOIN chunks c ON c.id = n.chunk_id "
+                    f"LEFT JOIN document_embeddings d ON d.space = {int(space.id)} "
+                    "AND d.tenant = c.tenant AND d.document_id = c.document_id",
+                    *params,
+                )
+            similarity = {r["chunk_id"]: 1.0 - float(r["distance"]) for r in rows}
+            of_document = {
+                r["chunk_id"]: float(r["of_document"]) for r in rows if r["of_document"] is not None
+            }
         # relaxed_order and half precision may order rows slightly wrong: sort by the score.
         return sorted(
             (
