@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from agentic_rag.a2a.v1 import card as v1_card
 from agentic_rag.config import Settings
 from agentic_rag.schema.a2a import AgentCapabilities, AgentCard, AgentSkill, SecurityScheme
 from agentic_rag.skills import SkillRegistry
@@ -57,12 +58,16 @@ def agent_card(
 
 
 def card_documents(card: AgentCard) -> tuple[bytes, bytes]:
-    """The card as served at agent.json (labelled 0.2.1) and agent-card.json (labelled 0.3.0).
+    """The card as served at agent.json (labelled 0.2.1) and agent-card.json (labelled 0.3.0,
+    with A2A 1.0's `supportedInterfaces` added: a2a/v1/card.py).
 
     The current a2a-sdk client reads agent-card.json and picks its transport from
-    `protocolVersion`; it cannot talk to a card labelled 0.2.x (docs/a2a-notes.md §10).
+    `supportedInterfaces` (1.0 first); it cannot talk to a card labelled 0.2.x
+    (docs/a2a-notes.md §10, §13).
     """
     base: dict[str, Any] = card.model_dump(mode="json", by_alias=True, exclude_none=True)
     v021 = {**base, "protocolVersion": "0.2.1"}
-    v030 = {**base, "protocolVersion": "0.3.0", "preferredTransport": "JSONRPC"}
+    v030 = v1_card.shared_document(
+        {**base, "protocolVersion": "0.3.0", "preferredTransport": "JSONRPC"}
+    )
     return orjson.dumps(v021), orjson.dumps(v030)

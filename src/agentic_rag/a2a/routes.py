@@ -24,6 +24,9 @@ from agentic_rag.a2a.errors import (
     from_task_error,
 )
 from agentic_rag.a2a.jsonrpc import RequestId, RPCError
+from agentic_rag.a2a.v1 import jsonrpc as v1
+from agentic_rag.a2a.v1.rest import HttpJson
+from agentic_rag.a2a.v1.service import A2AService
 from agentic_rag.config import Settings
 from agentic_rag.network.sessions import SessionStore
 from agentic_rag.observability.middleware import record_rpc_call
@@ -125,6 +128,8 @@ class A2AEndpoints:
             "tasks/pushNotificationConfig/delete": self._delete_push,
             "agent/getAuthenticatedExtendedCard": self._extended_card,
         }
+        self.v1 = A2AService(tasks, self._accept, self._extended_card_v030)
+        self._v1_rpc = v1.JsonRpcV1(self.v1)
 
     def _card(self, *, extended: bool, v030: bool) -> bytes:
         """The card for the current authentication state (it changes once keys exist) and
@@ -144,6 +149,7 @@ class A2AEndpoints:
     def routes(self) -> list[BaseRoute]:
         return [
             Route("/", self.rpc, methods=["POST"]),
+            *HttpJson(self.v1, self._settings).routes(),  # A2A 1.0's HTTP+JSON, under /json
             Route("/.well-known/agent.json", self.card_v021, methods=["GET"]),
             Route("/.well-known/agent-card.json", self.card_v030, methods=["GET"]),
             Route("/.well-known/jwks.json", self.jwks, methods=["GET"]),
@@ -197,6 +203,8 @@ class A2AEndpoints:
             body = await self._read_body(request)
             call = jsonrpc.parse(body, max_depth=self._settings.max_json_depth)
             request_id, method = call.id, call.method
+            if v1.selects(request, call.method):  # A2A 1.0, or a version none speaks
+                return await self._v1_rpc.answer(request, call, body)
             handler = self._methods.get(call.method)
             if handler is None:
                 raise MethodNotFoundError(f"Method not found: {call.method}")
@@ -386,6 +394,9 @@ class A2AEndpoints:
             )
         card = self._card(extended=True, v030=True)
         return self._result(rid, card)
+
+    def _extended_card_v030(self) -> bytes | None:
+        return self._card(extended=True, v030=True) if self._auth.enforced else None
 
     @staticmethod
     def _sse(events: AsyncIterator[ServerSentEvent]) -> Response:

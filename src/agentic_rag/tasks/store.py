@@ -5,6 +5,7 @@ Every query is scoped by tenant. The SQL of these tables lives here and nowhere 
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 
 import asyncpg
@@ -127,6 +128,21 @@ def _notifications(keys: Sequence[tuple[str, str]]) -> list[str]:
     return [p.decode() for p in payloads]
 
 
+# Where a listing of tasks goes on: the update time and id of the last task of a page.
+type Cursor = tuple[datetime, str]
+
+
+@dataclass(frozen=True)
+class TaskQuery:
+    """Which of a tenant's tasks to list (A2A 1.0 ListTasks); None matches any."""
+
+    context_id: str | None
+    state: str | None  # a TaskState value, as stored
+    status_since: datetime | None  # status timestamp at or after
+    after: Cursor | None
+    limit: int
+
+
 class TaskStore:
     """The tasks of every tenant, written by `worker` (None: no worker, as in tests)."""
 
@@ -151,6 +167,32 @@ class TaskStore:
             limit,
         )
         return [Task.model_validate_json(r["task"]) for r in rows]
+
+    async def recent(self, tenant: str, query: TaskQuery) -> tuple[list[Task], int, Cursor | None]:
+        """The tenant's tasks that match `query`, most recently updated first, from the one
+        after `query.after`: a page of at most `query.limit`, how many match in all, and the
+        cursor of the next page (None: this is the last)."""
+        where = (
+            "tenant = $1 AND ($2::text IS NULL OR context_id = $2) "
+            "AND ($3::text IS NULL OR state = $3) "
+            "AND ($4::timestamptz IS NULL OR (task #>> '{status,timestamp}')::timestamptz >= $4)"
+        )
+        filters = (tenant, query.context_id, query.state, query.status_since)
+        after = query.after or (None, None)
+        async with self._pool.acquire() as conn:
+            total = await conn.fetchval(f"SELECT count(*) FROM tasks WHERE {where}", *filters)
+            rows = await conn.fetch(
+                f"SELECT task, updated_at, id FROM tasks WHERE {where} "
+                "AND ($5::timestamptz IS NULL OR (updated_at, id) < ($5, $6::text)) "
+                "ORDER BY updated_at DESC, id DESC LIMIT $7",
+                *filters,
+                *after,
+                query.limit + 1,
+            )
+        page = rows[: query.limit]
+        more = len(rows) > query.limit
+        cursor = (page[-1]["updated_at"], page[-1]["id"]) if more else None
+        return [Task.model_validate_json(r["task"]) for r in page], total, cursor
 
     async def write(self, writes: Sequence[TaskWrite]) -> None:
         """Append the events and upsert the snapshots of several tasks, atomically, and mark

@@ -1,0 +1,183 @@
+"""The operations of A2A 1.0 (spec §3.1), one per method, over the task engine: 1.0 proto
+requests in, 1.0 proto responses (or streams of them) out, whichever binding carries them."""
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import orjson
+from a2a.types import a2a_pb2 as pb
+from starlette.requests import Request
+
+from agentic_rag.a2a.errors import (
+    InvalidParamsError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from agentic_rag.a2a.v1 import card as v1_card
+from agentic_rag.a2a.v1 import wire
+from agentic_rag.a2a.v1.errors import ExtendedAgentCardNotConfiguredError
+from agentic_rag.a2a.v1.listing import list_tasks
+from agentic_rag.schema.compat import SendParams
+from agentic_rag.security.principal import principal_of
+from agentic_rag.tasks import states
+from agentic_rag.tasks.parts import final_status, with_history
+from agentic_rag.tasks.service import Accepted, Reply, TaskService
+from agentic_rag.tasks.store import Event
+
+# How a message reaches the engine in the caller's session (A2AEndpoints' admission).
+type Accept = Callable[[Request, SendParams, Reply], Awaitable[Accepted]]
+# The 0.3 JSON of the extended card, or None when the agent has none (no authentication).
+type ExtendedCard = Callable[[], bytes | None]
+
+
+def _tenant(request: Request) -> str:
+    return principal_of(request.scope).tenant
+
+
+def _history(request: pb.GetTaskRequest | pb.SendMessageConfiguration) -> int | None:
+    if not request.HasField("history_length"):
+        return None
+    if request.history_length < 0:
+        raise InvalidParamsError(
+            f"historyLength must be a non-negative integer, got {request.history_length}"
+        )
+    return request.history_length
+
+
+class A2AService:
+    def __init__(self, tasks: TaskService, accept: Accept, extended_card: ExtendedCard) -> None:
+        self._tasks, self._accept, self._extended_card = tasks, accept, extended_card
+
+    async def _accepted(
+        self, http: Request, request: pb.SendMessageRequest, reply: Reply
+    ) -> Accepted:
+        """The message accepted by the engine; 1.0 refuses a message to a final task with
+        -32004 (0.x starts a follow-up task instead: docs/a2a-notes.md §12.4) and one that
+        names an unknown task with -32001."""
+        send = wire.send_params(request)
+        named = send.message.task_id
+        if named is not None:
+            task = await self._tasks.get(_tenant(http), named)  # raises TaskNotFoundError
+            if task.status.state in states.TERMINAL:
+                raise UnsupportedOperationError(
+                    f"task {named} is {task.status.state.value} and takes no more messages; "
+                    "send a new message in its context (contextId) instead"
+                )
+        return await self._accept(http, send, reply)
+
+    async def send_message(
+        self, http: Request, request: pb.SendMessageRequest
+    ) -> pb.SendMessageResponse:
+        """The task once it is final or waits for input; with `returnImmediately`, as soon
+        as it exists."""
+        config = request.configuration
+        blocking = not config.return_immediately
+        history = _history(config) if request.HasField("configuration") else None
+        outcome = await self._accepted(http, request, "final" if blocking else "created")
+        if outcome.events is None:
+            task = with_history(outcome.snapshot, history)
+            return pb.SendMessageResponse(task=wire.task(task))
+        try:
+            async for event in outcome.events:
+                if event.seq > outcome.seq and event.final:
+                    break
+        finally:
+            outcome.events.close()
+        if outcome.relayed:  # another worker ran it: the task as it ended is in the store
+            ended = await self._tasks.get(outcome.task.tenant, outcome.task.task.id)
+            return pb.SendMessageResponse(task=wire.task(with_history(ended, history)))
+        snapshot = orjson.loads(outcome.task.snapshot_json(history))
+        return pb.SendMessageResponse(task=wire.task(snapshot))
+
+    async def stream_message(
+        self, http: Request, request: pb.SendMessageRequest
+    ) -> AsyncIterator[pb.StreamResponse]:
+        """The task as accepted, then its updates until it is final or waits for input.
+        Refusals are raised here, before the first event."""
+        outcome = await self._accepted(http, request, "stream")
+        return _accepted_stream(outcome)
+
+    async def get_task(self, http: Request, request: pb.GetTaskRequest) -> pb.Task:
+        task = await self._tasks.get(_tenant(http), request.id)
+        return wire.task(with_history(task, _history(request)))
+
+    async def list_tasks(self, http: Request, request: pb.ListTasksRequest) -> pb.ListTasksResponse:
+        return await list_tasks(self._tasks.store, _tenant(http), request)
+
+    async def cancel_task(self, http: Request, request: pb.CancelTaskRequest) -> pb.Task:
+        return wire.task(await self._tasks.cancel(_tenant(http), request.id))
+
+    async def subscribe(
+        self, http: Request, request: pb.SubscribeToTaskRequest
+    ) -> AsyncIterator[pb.StreamResponse]:
+        """The task as it stands, then its updates. A final task has nothing to subscribe
+        to (spec §3.1.6: UnsupportedOperationError)."""
+        tenant = _tenant(http)
+        task = await self._tasks.get(tenant, request.id)
+        if task.status.state in states.TERMINAL:
+            raise UnsupportedOperationError(
+                f"task {request.id} is {task.status.state.value}: there is nothing to subscribe to"
+            )
+        return _followed(self._tasks.follow(tenant, request.id, None))
+
+    async def create_push_config(
+        self, http: Request, request: pb.TaskPushNotificationConfig
+    ) -> pb.TaskPushNotificationConfig:
+        saved = await self._tasks.set_push_config(
+            _tenant(http), request.task_id, wire.push_config(request)
+        )
+        return wire.task_push_config(request.task_id, saved)
+
+    async def get_push_config(
+        self, http: Request, request: pb.GetTaskPushNotificationConfigRequest
+    ) -> pb.TaskPushNotificationConfig:
+        configs = await self._tasks.push_configs(_tenant(http), request.task_id)
+        chosen = next((c for c in configs if c.id == request.id), None)
+        if chosen is None:
+            raise TaskNotFoundError(
+                f"task {request.task_id} has no push notification config {request.id!r}"
+            )
+        return wire.task_push_config(request.task_id, chosen)
+
+    async def list_push_configs(
+        self, http: Request, request: pb.ListTaskPushNotificationConfigsRequest
+    ) -> pb.ListTaskPushNotificationConfigsResponse:
+        configs = await self._tasks.push_configs(_tenant(http), request.task_id)
+        return pb.ListTaskPushNotificationConfigsResponse(
+            configs=[wire.task_push_config(request.task_id, c) for c in configs]
+        )
+
+    async def delete_push_config(
+        self, http: Request, request: pb.DeleteTaskPushNotificationConfigRequest
+    ) -> None:
+        await self._tasks.delete_push_config(_tenant(http), request.task_id, request.id)
+
+    async def extended_card(
+        self, http: Request, request: pb.GetExtendedAgentCardRequest
+    ) -> pb.AgentCard:
+        card = self._extended_card()
+        if card is None:
+            raise ExtendedAgentCardNotConfiguredError(
+                "this agent has no extended card: no authentication is configured"
+            )
+        return v1_card.card(orjson.loads(card))
+
+
+async def _accepted_stream(outcome: Accepted) -> AsyncIterator[pb.StreamResponse]:
+    yield pb.StreamResponse(task=wire.task(outcome.snapshot))
+    if outcome.events is None:  # the task is settled (a retry, or it settled meanwhile)
+        yield wire.event_response(final_status(outcome.snapshot))
+        return
+    try:
+        async for event in outcome.events:
+            if event.seq <= outcome.seq or not event.streamed:
+                continue
+            yield wire.event_response(event)
+            if event.final:
+                return
+    finally:
+        outcome.events.close()
+
+
+async def _followed(events: AsyncIterator[Event]) -> AsyncIterator[pb.StreamResponse]:
+    async for event in events:
+        yield wire.event_response(event)

@@ -1,0 +1,127 @@
+"""The engine's records (A2A 0.2.1 shape) as A2A 1.0 JSON, and 1.0 requests as what the
+engine takes. Nothing is restated: 0.2.1 records are read as a2a-sdk's 0.3 models (the same
+fields), converted by a2a-sdk's `compat.v0_3.conversions` to the 1.0 proto messages, and
+written by protobuf's JSON mapping (camelCase, `TASK_STATE_*`, timestamps in UTC with `Z`)."""
+
+from typing import Any
+
+import orjson
+from a2a.compat.v0_3 import conversions
+from a2a.compat.v0_3 import types as v03
+from a2a.types import a2a_pb2 as pb
+from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from google.protobuf.message import Message as ProtoMessage
+from pydantic import BaseModel, ValidationError
+
+from agentic_rag.a2a.errors import InvalidParamsError
+from agentic_rag.schema.compat import PushConfig, SendParams
+from agentic_rag.tasks.store import Event
+
+JSONObject = dict[str, Any]
+
+
+def parse[P: ProtoMessage](params: Any, message: type[P]) -> P:
+    """A 1.0 request's params as its proto message; the JSON mapping accepts the camelCase
+    names and the proto names alike, and unknown fields are ignored (spec §5.6)."""
+    if not isinstance(params, dict):
+        raise InvalidParamsError("params must be an object")
+    try:
+        return ParseDict(params, message())
+    except (ParseError, ValueError, TypeError) as exc:
+        # Lenient about unknown fields only: protobuf's lenient parse would also drop an
+        # unknown enum value (status TASK_STATE_RUNNING) as if it were absent.
+        if "enum" in str(exc).lower():
+            raise InvalidParamsError(f"Invalid parameters: {exc}") from None
+    try:
+        return ParseDict(params, message(), ignore_unknown_fields=True)
+    except (ParseError, ValueError, TypeError) as exc:
+        raise InvalidParamsError(f"Invalid parameters: {exc}") from None
+
+
+def to_json(message: ProtoMessage) -> JSONObject:
+    return MessageToDict(message)
+
+
+def dumps(message: ProtoMessage) -> bytes:
+    return orjson.dumps(MessageToDict(message))
+
+
+def _v03[M: BaseModel](model: type[M], record: BaseModel | JSONObject) -> M:
+    data = (
+        record.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if isinstance(record, BaseModel)
+        else record
+    )
+    return model.model_validate(data)
+
+
+def task(record: BaseModel | JSONObject) -> pb.Task:
+    """A task record (schema.a2a.Task or its JSON) as the 1.0 Task."""
+    return conversions.to_core_task(_v03(v03.Task, record))
+
+
+def message(record: BaseModel | JSONObject) -> pb.Message:
+    return conversions.to_core_message(_v03(v03.Message, record))
+
+
+def stream_response(record: JSONObject) -> pb.StreamResponse:
+    """One event of the engine's streams (a Task, a Message, a status or artifact update, by
+    its 0.2.1 `kind`) as the 1.0 StreamResponse that wraps it."""
+    kind = record.get("kind")
+    if kind == "task":
+        return pb.StreamResponse(task=task(record))
+    if kind == "message":
+        return pb.StreamResponse(message=message(record))
+    if kind == "status-update":
+        update = _v03(v03.TaskStatusUpdateEvent, record)
+        return pb.StreamResponse(status_update=conversions.to_core_task_status_update_event(update))
+    if kind == "artifact-update":
+        artifact = _v03(v03.TaskArtifactUpdateEvent, record)
+        return pb.StreamResponse(
+            artifact_update=conversions.to_core_task_artifact_update_event(artifact)
+        )
+    raise ValueError(f"an event of unknown kind {kind!r}")
+
+
+def event_response(event: Event) -> pb.StreamResponse:
+    return stream_response(orjson.loads(event.json))
+
+
+def send_params(request: pb.SendMessageRequest) -> SendParams:
+    """A 1.0 SendMessageRequest as the engine's send parameters (`returnImmediately` is the
+    opposite of 0.x's `blocking`)."""
+    if not request.HasField("message"):
+        raise InvalidParamsError("Invalid parameters: message is required")
+    compat = v03.MessageSendParams(
+        message=conversions.to_compat_message(request.message),
+        configuration=conversions.to_compat_send_message_configuration(request.configuration),
+        metadata=MessageToDict(request.metadata) if request.HasField("metadata") else None,
+    )
+    try:
+        return SendParams.model_validate(
+            compat.model_dump(mode="json", by_alias=True, exclude_none=True)
+        )
+    except ValidationError as exc:
+        summary = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
+        )
+        raise InvalidParamsError(f"Invalid parameters: {summary}") from None
+
+
+def push_config(config: pb.TaskPushNotificationConfig) -> PushConfig:
+    """A 1.0 push config (flat: url, token, authentication on the task's config) as the
+    engine's."""
+    compat = conversions.to_compat_push_notification_config(config)
+    try:
+        return PushConfig.model_validate(
+            compat.model_dump(mode="json", by_alias=True, exclude_none=True)
+        )
+    except ValidationError as exc:
+        raise InvalidParamsError(f"Invalid parameters: {exc.errors()[0]['msg']}") from None
+
+
+def task_push_config(task_id: str, config: PushConfig) -> pb.TaskPushNotificationConfig:
+    compat = v03.TaskPushNotificationConfig(
+        task_id=task_id, push_notification_config=_v03(v03.PushNotificationConfig, config)
+    )
+    return conversions.to_core_task_push_notification_config(compat)
