@@ -12,11 +12,11 @@ from starlette.routing import Mount
 from agentic_rag.a2a.routes import METHOD_SCOPES, A2AEndpoints
 from agentic_rag.config import Settings
 from agentic_rag.engine import Engine
+from agentic_rag.health import HealthEndpoints
 from agentic_rag.home import HomePage
 from agentic_rag.mcp.http import McpHttp
 from agentic_rag.network.rest import NetworkRoutes
 from agentic_rag.observability import metrics as observed
-from agentic_rag.observability.health import HealthEndpoints
 from agentic_rag.observability.middleware import ObservabilityMiddleware
 from agentic_rag.security.middleware import AuthenticationMiddleware
 from agentic_rag.skills import SkillRegistry

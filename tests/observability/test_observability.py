@@ -238,7 +238,7 @@ def test_serve_writes_json_lines_with_request_ids_and_no_secrets(
     card = by_id["card-1"]
     assert card[0]["path"] == "/.well-known/agent.json?token=[REDACTED]"
     ready = [(r["logger"], r["level"]) for r in by_id["ready-1"]]
-    assert ("agentic_rag.observability.health", "WARNING") in ready
+    assert ("agentic_rag.health", "WARNING") in ready
     assert ("uvicorn.access", "INFO") in ready
     assert any("0002_api_keys.sql" in r["message"] for r in by_id["ready-1"])
     assert any(line["logger"] == "agentic_rag.serving" for line in by_id[None])  # startup lines

@@ -5,6 +5,9 @@ The three paths are exempt from the authentication middleware. `/metrics` guards
 - `AGENTIC_RAG_METRICS_TOKEN` set: `Authorization: Bearer <token>` is required (401 otherwise);
 - otherwise it asks the authenticator: open in open local mode (every caller is the local
   principal), else a credential with the `admin` scope is required.
+
+Routes, like home.py: above the platform they read (the metrics, the authenticator, the
+database), so that none of those packages imports another through them.
 """
 
 import asyncio
