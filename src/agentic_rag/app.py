@@ -10,6 +10,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount
 
 from agentic_rag.a2a.routes import METHOD_SCOPES, A2AEndpoints
+from agentic_rag.a2a.v1.jsonrpc import METHODS as V1_METHODS
 from agentic_rag.config import Settings
 from agentic_rag.engine import Engine
 from agentic_rag.health import HealthEndpoints
@@ -70,7 +71,9 @@ def build_app(settings: Settings | None = None, registry: SkillRegistry | None =
             Mount("/", app=mcp.app),
         ],
         middleware=[
-            Middleware(ObservabilityMiddleware, metrics=metrics, rpc_methods=METHOD_SCOPES),
+            Middleware(
+                ObservabilityMiddleware, metrics=metrics, rpc_methods=[*METHOD_SCOPES, *V1_METHODS]
+            ),
             Middleware(AuthenticationMiddleware, authenticator=engine.auth),
         ],
         lifespan=lifespan,

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 from a2a.client import Client, ClientConfig, create_client
+from a2a.client.card_resolver import parse_agent_card
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
@@ -236,3 +237,20 @@ async def test_a_task_sent_over_1_0_reads_the_same_over_0_2_1(
         task = (await http.post(sut.url + "/", json=rpc)).json()["result"]
     assert task["status"]["state"] == "completed"
     assert task["artifacts"][0]["parts"][0] == {"kind": "text", "text": "seen everywhere"}
+
+
+async def test_the_0_3_interface_still_serves_the_compat_client(sut: LiveServer) -> None:
+    """The same card, restricted to its 0.3 interface: a2a-sdk 1.x then uses its 0.3
+    compatibility transport (message/send, tasks/get), which this server still answers."""
+    async with httpx.AsyncClient() as http:
+        document = (await http.get(sut.url + "/.well-known/agent-card.json")).json()
+    card = parse_agent_card(document)
+    legacy = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
+    del card.supported_interfaces[:]
+    card.supported_interfaces.extend(legacy)
+    async with await create_client(card, client_config=ClientConfig(streaming=False)) as c:
+        (sent,) = await collect(c, request("over 0.3"))
+        assert sent.task.status.state == TaskState.TASK_STATE_COMPLETED
+        read = await c.get_task(GetTaskRequest(id=sent.task.id))
+    assert read.id == sent.task.id
+    assert "over 0.3" in [p.text for p in read.artifacts[0].parts]
