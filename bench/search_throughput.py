@@ -559,7 +559,8 @@ def render(result: dict[str, Any]) -> str:
         "warm-up), medians.",
         "",
         f"Knowledge base: {kb['pages']} man pages, {kb['chunks']} chunks, tenant `local`, "
-        f"synthetic vectors; {result['queries']} queries (NAME lines). End to end: "
+        f"vectors: {kb.get('vectors', 'synthetic')}; {result['queries']} queries (NAME lines). "
+        "End to end: "
         '`tools/call hybrid_retrieve {"query": ...}` over stateless Streamable HTTP (wrk, '
         "SSE answers), `agentic-rag serve --workers 1`"
         + (
