@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentic_rag.knowledge.embeddings import LocalEmbedder
+from agentic_rag.embedding.embedders import LocalEmbedder
 from tests.support.embeddings_double import EmbeddingsDouble
 from tests.support.live import free_port, live_server, serve_in_thread
 from tests.support.pdf_samples import text_pdf

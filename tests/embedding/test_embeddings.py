@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentic_rag.knowledge.embeddings import (
+from agentic_rag.embedding.embedders import (
     DIMENSION,
-    EmbeddingError,
     LocalEmbedder,
     OpenAIEmbedder,
     build_embedder,
@@ -20,6 +19,7 @@ from agentic_rag.knowledge.embeddings import (
     default_tokenizer_path,
     load_tokenizer,
 )
+from agentic_rag.embedding.errors import EmbeddingError
 from tests.support.embeddings_double import EmbeddingsDouble
 from tests.support.live import free_port, serve
 

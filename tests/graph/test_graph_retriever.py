@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from agentic_rag.graph.documents import RRF_K, GraphEntity, GraphFact, chunk_ranking
+from agentic_rag.graph.documents import RRF_K, chunk_ranking
+from agentic_rag.knowledge.document_graph import GraphEntity, GraphFact
 from agentic_rag.knowledge.results import Explanation
 from tests.support.graph import (
     MENTIONS,

@@ -23,7 +23,6 @@ from typing import Any
 import asyncpg
 import numpy as np
 import pytest
-from agentic_rag.knowledge.embeddings import LocalEmbedder
 from graphiti_core.driver.falkordb_driver import FalkorDriver
 from graphiti_core.edges import EntityEdge
 from graphiti_core.nodes import EntityNode
@@ -32,6 +31,7 @@ from graphiti_core.search.search_filters import ComparisonOperator, DateFilter, 
 from graphiti_core.utils.bulk_utils import add_nodes_and_edges_bulk
 
 from agentic_rag.config import Settings
+from agentic_rag.embedding.embedders import LocalEmbedder
 from agentic_rag.graph.clients import GraphEmbedder
 from agentic_rag.graph.namespaces import Namespace
 from agentic_rag.graph.search import FactVectorSearch, use_fact_index

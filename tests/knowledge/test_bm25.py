@@ -15,7 +15,8 @@ import pytest
 
 from agentic_rag.knowledge import bm25
 from agentic_rag.knowledge.documents import Chunk, ExtractedDocument, Section
-from agentic_rag.knowledge.store import LEXICAL_EXACT_TOP, Filters, KnowledgeStore
+from agentic_rag.knowledge.store import KnowledgeStore
+from agentic_rag.knowledge.store.search import LEXICAL_EXACT_TOP, Filters
 from agentic_rag.storage.postgres import connect
 
 # Words of every frequency: a few in most chunks, most in a few (Zipf-like).

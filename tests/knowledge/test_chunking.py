@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentic_rag.embedding.embedders import TokenCounter
 from agentic_rag.knowledge.chunking import (
     DOCUMENT_WORDS,
     TITLE_WORDS,
@@ -18,7 +19,6 @@ from agentic_rag.knowledge.chunking import (
     titled_prefix,
 )
 from agentic_rag.knowledge.documents import SECTION_SEPARATOR, Chunk, Section
-from agentic_rag.knowledge.embeddings import TokenCounter
 
 count = TokenCounter()
 chunker = Chunker(count, max_tokens=256, overlap_tokens=32)

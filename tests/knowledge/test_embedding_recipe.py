@@ -9,6 +9,7 @@ import asyncpg
 import numpy as np
 import pytest
 
+from agentic_rag.embedding.embedders import LocalEmbedder
 from agentic_rag.knowledge.chunking import (
     EMBEDDING_RECIPE,
     Chunker,
@@ -16,16 +17,11 @@ from agentic_rag.knowledge.chunking import (
     embedding_text,
 )
 from agentic_rag.knowledge.documents import ExtractedDocument, Section
-from agentic_rag.knowledge.embeddings import LocalEmbedder
 from agentic_rag.knowledge.errors import EmbeddingModelMismatch
 from agentic_rag.knowledge.reembed import ReembedProgress, reembed
-from agentic_rag.knowledge.store import (
-    DOCUMENT_WEIGHT,
-    Filters,
-    KnowledgeStore,
-    active_space_of,
-    model_mismatch,
-)
+from agentic_rag.knowledge.store import KnowledgeStore
+from agentic_rag.knowledge.store.search import DOCUMENT_WEIGHT, Filters
+from agentic_rag.knowledge.store.spaces import active_space_of, model_mismatch
 
 TITLE = "SQLite Write-Ahead Logging"
 SECTIONS = [

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import onnx
 import pytest
-from agentic_rag.knowledge.embeddings import default_tokenizer_path
 from onnx import TensorProto, helper
 from tokenizers import Tokenizer
 
+from agentic_rag.embedding.embedders import default_tokenizer_path
 from tests.support.knowledge import Caller, KnowledgeChatDouble
 from tests.support.live import LiveServer, live_server, serve_in_thread
 from tests.support.outcomes import failure, output

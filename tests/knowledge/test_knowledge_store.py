@@ -12,12 +12,10 @@ import numpy as np
 import pytest
 
 from agentic_rag.knowledge.documents import Chunk, ExtractedDocument, Section
-from agentic_rag.knowledge.store import (
-    EmbeddingModelMismatch,
-    Filters,
-    KnowledgeStore,
-    Space,
-)
+from agentic_rag.knowledge.errors import EmbeddingModelMismatch
+from agentic_rag.knowledge.store import KnowledgeStore
+from agentic_rag.knowledge.store.search import Filters
+from agentic_rag.knowledge.store.spaces import Space
 
 DIM = 8
 

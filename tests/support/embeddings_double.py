@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from agentic_rag.knowledge.embeddings import LocalEmbedder
+from agentic_rag.embedding.embedders import LocalEmbedder
 
 
 @dataclass

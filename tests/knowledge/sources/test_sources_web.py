@@ -1,5 +1,5 @@
-"""The crawler and the bounded fetch (sources/web.py, fetch.py, robots.py, sitemaps.py), against
-a small site served on 127.0.0.1 by the test."""
+"""The crawler and the bounded fetch (sources/web.py, security/fetch.py, robots.py,
+sitemaps.py), against a small site served on 127.0.0.1 by the test."""
 
 import asyncio
 import gzip
@@ -15,14 +15,6 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from agentic_rag.knowledge.sources.fetch import (
-    Fetcher,
-    FetchError,
-    FetchLimits,
-    NotModified,
-    Resource,
-    Validators,
-)
 from agentic_rag.knowledge.sources.sitemaps import SitemapEntry, SitemapError, parse_sitemap
 from agentic_rag.knowledge.sources.web import (
     CrawlOptions,
@@ -34,6 +26,14 @@ from agentic_rag.knowledge.sources.web import (
     Skipped,
     Unchanged,
     crawl,
+)
+from agentic_rag.security.fetch import (
+    Fetcher,
+    FetchError,
+    FetchLimits,
+    NotModified,
+    Resource,
+    Validators,
 )
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
 from tests.support.live import free_port, serve

@@ -19,7 +19,7 @@ from requests.adapters import BaseAdapter
 from requests.structures import CaseInsensitiveDict
 from youtube_transcript_api.proxies import GenericProxyConfig
 
-from agentic_rag.config import Settings
+from agentic_rag.config import Settings, load_cookies
 from agentic_rag.knowledge.sources.youtube import (
     CaptionsDisabledError,
     CaptionsFormatError,
@@ -28,7 +28,6 @@ from agentic_rag.knowledge.sources.youtube import (
     RequestBlockedError,
     VideoUnavailableError,
     YouTubeTranscripts,
-    load_cookies,
     parse_captions,
     video_id,
 )
