@@ -38,6 +38,7 @@ import asyncio
 import datetime as dt
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -271,8 +272,6 @@ class McpServer(Server):
 
 def _post_mcp(port: int, body: bytes) -> tuple[int, bytes]:
     """POST /mcp as a handshake-era client would (JSON answer), on a fresh connection."""
-    import socket
-
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         sock.sendall(
             b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
