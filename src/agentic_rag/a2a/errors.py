@@ -67,6 +67,12 @@ class ForbiddenError(A2AError):
     code, default_message = -32011, "Forbidden"
 
 
+class SessionLimitReachedError(A2AError):
+    """The tenant has as many active sessions as it may (network/sessions.py)."""
+
+    code, default_message = -32013, "Session limit reached"
+
+
 # The task engine's refusals as A2A errors: the codes are this protocol's, so the mapping is the
 # adapter's (the engine raises the same errors to MCP and the network, which answer otherwise).
 _TASK_ERRORS: dict[type[task_errors.TaskError], type[A2AError]] = {

@@ -21,6 +21,7 @@ from agentic_rag.a2a.errors import (
     InvalidParamsError,
     InvalidRequestError,
     MethodNotFoundError,
+    SessionLimitReachedError,
     from_task_error,
 )
 from agentic_rag.a2a.jsonrpc import RequestId, RPCError
@@ -28,7 +29,7 @@ from agentic_rag.a2a.v1 import jsonrpc as v1
 from agentic_rag.a2a.v1.rest import HttpJson
 from agentic_rag.a2a.v1.service import A2AService
 from agentic_rag.config import Settings
-from agentic_rag.network.sessions import SessionStore
+from agentic_rag.network.sessions import SessionLimitError, SessionStore
 from agentic_rag.observability.middleware import record_rpc_call
 from agentic_rag.schema.a2a import Message, TaskIdParams
 from agentic_rag.schema.compat import (
@@ -321,7 +322,10 @@ class A2AEndpoints:
         Without a limit the session entry is written while the task is created; either way
         it is durable before the caller is answered."""
         principal, sessions = principal_of(request.scope), self._sessions
-        admission = await sessions.admit(principal, send)
+        try:
+            admission = await sessions.admit(principal, send)
+        except SessionLimitError as exc:
+            raise SessionLimitReachedError(str(exc)) from None
         send = admission.params
         try:
             outcome = await self._tasks.send(principal.tenant, send, reply=reply)

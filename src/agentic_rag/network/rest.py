@@ -16,12 +16,6 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
-from agentic_rag.a2a.errors import (
-    A2AError,
-    TaskNotCancelableError,
-    TaskNotFoundError,
-    from_task_error,
-)
 from agentic_rag.config import Settings
 from agentic_rag.network.delegation import DelegationRefused, DelegationRequest, DelegationService
 from agentic_rag.network.records import (
@@ -42,7 +36,7 @@ from agentic_rag.schema.problems import Problem, problem_response
 from agentic_rag.security.principal import Principal, principal_of
 from agentic_rag.security.ssrf import UnsafeURLError
 from agentic_rag.skills import SkillRegistry
-from agentic_rag.tasks.errors import TaskError
+from agentic_rag.tasks.errors import TaskError, TaskNotCancelableError, TaskNotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +180,7 @@ class NetworkRoutes:
                 "unsafe-url",
                 f"{exc}{exc.hint('AGENTIC_RAG_PUSH_ALLOW_PRIVATE')}",
             ) from None
-        except (A2AError, TaskError) as exc:
+        except TaskError as exc:
             raise _task_problem(exc) from None
         return _json(DelegationAccepted(task_id=task_id), 202)
 
@@ -196,7 +190,7 @@ class NetworkRoutes:
         wait = _number(request, "wait_seconds", default=0.0, high=MAX_WAIT_SECONDS)
         try:
             task = await self._delegation.result(principal, task_id, wait)
-        except (A2AError, TaskError) as exc:
+        except TaskError as exc:
             raise _task_problem(exc) from None
         if task is None:
             raise Problem(
@@ -218,7 +212,7 @@ class NetworkRoutes:
         task_id = request.path_params["task_id"]
         try:
             task = await self._delegation.cancel(principal, task_id)
-        except (A2AError, TaskError) as exc:
+        except TaskError as exc:
             raise _task_problem(exc) from None
         return _json(
             DelegatedTask(
@@ -374,11 +368,9 @@ def _no_agent(agent_id: str) -> Problem:
     return Problem(404, "not-found", f"no agent {agent_id!r} is registered for this tenant")
 
 
-def _task_problem(error: A2AError | TaskError) -> Problem:
-    if isinstance(error, TaskError):
-        error = from_task_error(error)
+def _task_problem(error: TaskError) -> Problem:
     if isinstance(error, TaskNotFoundError):
         return Problem(404, "not-found", error.message)
     if isinstance(error, TaskNotCancelableError):
         return Problem(409, "not-cancelable", error.message)
-    return Problem(422, "delegation-refused", error.message, code=error.code)
+    return Problem(422, "delegation-refused", error.message)

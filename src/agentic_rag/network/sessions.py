@@ -14,7 +14,6 @@ from typing import Literal
 
 import asyncpg
 
-from agentic_rag.a2a.errors import A2AError
 from agentic_rag.ids import new_id
 from agentic_rag.schema.compat import SendParams
 from agentic_rag.security.principal import Principal
@@ -63,10 +62,9 @@ _ENTER_DELAY_TURNS = 4
 Entry = tuple[str, str, ParticipantKind, str]  # tenant, context id, kind, participant
 
 
-class SessionLimitError(A2AError):
-    """The tenant has as many active sessions as it may (JSON-RPC error -32013)."""
-
-    code, default_message = -32013, "Session limit reached"
+class SessionLimitError(Exception):
+    """The tenant has as many active sessions as it may: a message that would open one more is
+    refused (the A2A adapter answers JSON-RPC error -32013)."""
 
 
 @dataclass(frozen=True, slots=True)
