@@ -3,6 +3,7 @@ each binding the card offers (docs/a2a-notes.md §13): JSON-RPC at `POST /` and 
 under `/json`, against the conformance skills (conformance/skills.py); and the same tasks
 read over 0.2.1."""
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -254,3 +255,29 @@ async def test_the_0_3_interface_still_serves_the_compat_client(sut: LiveServer)
         read = await c.get_task(GetTaskRequest(id=sent.task.id))
     assert read.id == sent.task.id
     assert "over 0.3" in [p.text for p in read.artifacts[0].parts]
+
+
+async def test_a_subscription_stays_open_while_the_task_waits_for_input(
+    client: Client, streaming: Client
+) -> None:
+    """Spec §3.1.6: the stream ends when the task does, not when it asks for input."""
+    (asked,) = await collect(client, request("ask"))
+    task = asked.task
+    first_event = asyncio.Event()
+
+    async def follow() -> list[StreamResponse]:
+        seen = []
+        async for event in streaming.subscribe(SubscribeToTaskRequest(id=task.id)):
+            seen.append(event)
+            first_event.set()
+        return seen
+
+    following = asyncio.create_task(follow())
+    await asyncio.wait_for(first_event.wait(), 30)
+    assert not following.done()  # open, though the task waits for input
+    await collect(client, request("the answer", task_id=task.id, context_id=task.context_id))
+    events = await asyncio.wait_for(following, 30)
+    assert events[0].task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    artifacts = [e.artifact_update.artifact for e in events if e.HasField("artifact_update")]
+    assert "you said: the answer" in [p.text for a in artifacts for p in a.parts]

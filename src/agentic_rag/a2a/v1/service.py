@@ -1,6 +1,8 @@
 """The operations of A2A 1.0 (spec §3.1), one per method, over the task engine: 1.0 proto
 requests in, 1.0 proto responses (or streams of them) out, whichever binding carries them."""
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import orjson
@@ -23,6 +25,8 @@ from agentic_rag.tasks.parts import final_status, with_history
 from agentic_rag.tasks.service import Accepted, Reply, TaskService
 from agentic_rag.tasks.store import Event
 
+# How often a subscription to a task that waits for input looks for it in the store.
+RECHECK_SECONDS = 1.0
 # How a message reaches the engine in the caller's session (A2AEndpoints' admission).
 type Accept = Callable[[Request, SendParams, Reply], Awaitable[Accepted]]
 # The 0.3 JSON of the extended card, or None when the agent has none (no authentication).
@@ -117,7 +121,41 @@ class A2AService:
             raise UnsupportedOperationError(
                 f"task {request.id} is {task.status.state.value}: there is nothing to subscribe to"
             )
-        return _followed(self._tasks.follow(tenant, request.id, None))
+        return _followed(self._until_final(tenant, request.id))
+
+    async def _until_final(self, tenant: str, task_id: str) -> AsyncIterator[Event]:
+        """The task's events until it ends. 1.0 keeps a subscription open while the task
+        waits for input (spec §3.1.6), where the engine's `follow` ends a 0.x stream cycle:
+        so follow again from the last event once the task moves on."""
+        after: int | None = None
+        while True:
+            async for event in self._tasks.follow(tenant, task_id, after):
+                if after is not None and event.seq == 0:
+                    continue  # the state a settled task is re-told in: already sent
+                after = max(after or 0, event.seq)
+                yield event
+                if event.final and _ends(event):
+                    return  # also when the log told it before the live events began
+            stored = await self._tasks.store.get(tenant, task_id)
+            if stored is None or stored.task.status.state in states.TERMINAL:
+                return
+            await self._moved_on(tenant, task_id, after or 0)
+
+    async def _moved_on(self, tenant: str, task_id: str, seq: int) -> None:
+        """Return once the task has an event after `seq`: woken by this worker's bus, and
+        checked in the store every RECHECK_SECONDS for a task another worker resumes."""
+        events = self._tasks.bus.subscribe(tenant, task_id)
+        try:
+            while True:
+                stored = await self._tasks.store.get(tenant, task_id)
+                if stored is None or stored.last_seq > seq:
+                    return
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(RECHECK_SECONDS):
+                        async for _ in events:
+                            break
+        finally:
+            events.close()
 
     async def create_push_config(
         self, http: Request, request: pb.TaskPushNotificationConfig
@@ -160,6 +198,12 @@ class A2AService:
                 "this agent has no extended card: no authentication is configured"
             )
         return v1_card.card(orjson.loads(card))
+
+
+def _ends(event: Event) -> bool:
+    """Whether a final status update puts its task in a terminal state (not a pause)."""
+    state = orjson.loads(event.json)["status"]["state"]
+    return any(state == terminal.value for terminal in states.TERMINAL)
 
 
 async def _accepted_stream(outcome: Accepted) -> AsyncIterator[pb.StreamResponse]:
