@@ -8,6 +8,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from pydantic import BaseModel
+
 from agentic_rag.schema.a2a import Task
 from agentic_rag.tasks import states
 from agentic_rag.tasks.calls import Invocation
@@ -29,6 +31,7 @@ class ActiveTask:
     written: asyncio.Future[None] | None = None  # the journal write of the latest events
     journaled: TaskWrite | None = None  # what that write holds
     invocation: Invocation | None = None  # resolved when the message was accepted
+    arguments: BaseModel | None = None  # the invocation's, validated then (unless missing)
 
     async def durable(self) -> "ActiveTask":
         """Wait until what this task shows is in the database, so clients see no state that

@@ -31,10 +31,12 @@ class Invocation:
     arguments: dict[str, Any]
     replies: list[str]  # plain texts of the messages after the first
 
-    def check(self) -> None:
-        """Raise `TaskRequestError` for wrong arguments; missing ones are asked for later."""
+    def check(self) -> BaseModel | None:
+        """The skill's input model (the runner uses it as it is), or None while arguments are
+        missing (they are asked for when it runs); `TaskRequestError` for wrong ones."""
         with contextlib.suppress(InputRequired):
-            self.validate()
+            return self.validate()
+        return None
 
     def validate(self) -> BaseModel:
         """The skill's input model, or `InputRequired` naming what is missing.

@@ -22,13 +22,13 @@ def text_of(message: Message) -> str:
 
 
 def text_part(text: str) -> Part:
-    # model_construct: the part is valid by construction, and validating a RootModel union
-    # again costs more than the rest of building a message.
-    return Part.model_construct(TextPart(kind="text", text=text))
+    # model_construct: the part is valid by construction, and validating it (a RootModel
+    # union) again costs more than the rest of building a message.
+    return Part.model_construct(TextPart.model_construct(kind="text", text=text))
 
 
 def data_part(data: dict[str, Any]) -> Part:
-    return Part.model_construct(DataPart(kind="data", data=data))
+    return Part.model_construct(DataPart.model_construct(kind="data", data=data))
 
 
 def agent_text(text: str, task: Task) -> Message:

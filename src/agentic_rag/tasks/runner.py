@@ -124,12 +124,13 @@ class Runner:
         invocation = active.invocation or service.read_call(task.history or [])
         skill = invocation.skill
         try:
-            arguments = invocation.validate()
+            arguments = active.arguments or invocation.validate()
             with SkillCall(skill.name, "a2a"):
                 output = await skill.handler(TaskSkillContext(service, active), arguments)
             if not isinstance(output, skill.output_model):
                 raise TypeError(f"skill {skill.name} returned {type(output).__name__}")
-            result = Artifact(
+            # model_construct: valid by construction (the output model was checked above).
+            result = Artifact.model_construct(
                 artifact_id=new_id(),
                 name=skill.name,
                 parts=[
@@ -140,7 +141,7 @@ class Runner:
             task = active.task
             final = service.emit(
                 active,
-                TaskArtifactUpdateEvent(
+                TaskArtifactUpdateEvent.model_construct(
                     task_id=task.id,
                     context_id=task.context_id,
                     kind="artifact-update",

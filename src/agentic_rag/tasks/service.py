@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from agentic_rag.ids import new_id
 from agentic_rag.observability import metrics as observed
 from agentic_rag.schema.a2a import (
@@ -203,15 +205,16 @@ class TaskService:
         message = message.model_copy(update={"task_id": task_id, "context_id": context_id})
         if invocation is None:
             invocation = self.read_call([message])
-        invocation.check()
-        task = Task(
+        arguments = invocation.check()
+        # model_construct: valid by construction (the message was validated as it came).
+        task = Task.model_construct(
             id=task_id,
             context_id=context_id,
             kind="task",
-            status=TaskStatus(state=TaskState.submitted, timestamp=states.now()),
+            status=TaskStatus.model_construct(state=TaskState.submitted, timestamp=states.now()),
             history=[message],
         )
-        active = ActiveTask(tenant, task, 0, invocation=invocation)
+        active = ActiveTask(tenant, task, 0, invocation=invocation, arguments=arguments)
         durable = self.emit(active, task)
         events = self.bus.subscribe(tenant, task_id) if reply != "created" else None
         self.work.hold(active)
@@ -247,9 +250,9 @@ class TaskService:
             return await self._follow_up(active, message, push, reply)
         message = message.model_copy(update={"task_id": task.id, "context_id": task.context_id})
         invocation = self.read_call([*(task.history or []), message])
-        invocation.check()
+        arguments = invocation.check()
         if state in states.PAUSED:
-            return await self._resume(active, message, invocation, push, reply)
+            return await self._resume(active, message, invocation, arguments, push, reply)
         if self.work.runs_here(*active.key):
             return await self._append(active, message, push, reply)
         return await self._hand_over(active, message, push, reply)
@@ -259,6 +262,7 @@ class TaskService:
         active: ActiveTask,
         message: Message,
         invocation: Invocation,
+        arguments: BaseModel | None,
         push: PushConfig | None,
         reply: Reply,
     ) -> Accepted:
@@ -277,7 +281,7 @@ class TaskService:
                 events.close()
             raise
         active.done = asyncio.Event()
-        active.invocation = invocation
+        active.invocation, active.arguments = invocation, arguments
         await self.work.queue(active)
         return Accepted(active, active.task, active.last_seq, events)
 

@@ -66,13 +66,13 @@ def apply(task: Task | None, event: TaskEvent) -> Task:
     if task is None:
         raise IllegalTransition("the first event of a task must be the task itself")
     state = task.status.state
-    history = list(task.history or [])
     match event:
         case TaskStatusUpdateEvent(status=status):
             if status.state not in TRANSITIONS[state]:
                 raise IllegalTransition(f"task {task.id}: {state} -> {status.state}")
-            if status.message is not None:
-                history.append(status.message)
+            if status.message is None:
+                return task.model_copy(update={"status": status})
+            history = [*(task.history or []), status.message]
             return task.model_copy(update={"status": status, "history": history})
         case TaskArtifactUpdateEvent(artifact=artifact, append=append):
             if state is not S.working:
@@ -82,8 +82,7 @@ def apply(task: Task | None, event: TaskEvent) -> Task:
         case Message(role=Role.user):
             if state not in TAKES_MESSAGES:
                 raise IllegalTransition(f"task {task.id}: message while {state}")
-            history.append(event)
-            return task.model_copy(update={"history": history})
+            return task.model_copy(update={"history": [*(task.history or []), event]})
         case _:
             raise IllegalTransition(f"task {task.id}: unexpected event {type(event).__name__}")
 
@@ -104,10 +103,11 @@ def status_event(
     task: Task, state: TaskState, message: Message | None = None
 ) -> TaskStatusUpdateEvent:
     """The status-update event that moves `task` to `state`."""
-    return TaskStatusUpdateEvent(
+    # model_construct: valid by construction, and this runs for every change of every task.
+    return TaskStatusUpdateEvent.model_construct(
         task_id=task.id,
         context_id=task.context_id,
         kind="status-update",
-        status=TaskStatus(state=state, message=message, timestamp=now()),
+        status=TaskStatus.model_construct(state=state, message=message, timestamp=now()),
         final=is_final(state),
     )
