@@ -43,6 +43,7 @@ $(UV):
 lint:
 	.venv/bin/ruff check src tests conformance bench scripts
 	.venv/bin/ruff format --check src tests conformance bench scripts
+	.venv/bin/lint-imports
 
 typecheck:
 	.venv/bin/mypy src
