@@ -133,6 +133,7 @@ class HttpJson:
         else:
             assert query is not None
             request = query()
+            _check_enums(http, request)
             try:
                 parse_params(http.query_params, request)
             except (ParseError, ValueError, TypeError) as exc:
@@ -189,6 +190,21 @@ class HttpJson:
             return EventSourceResponse(_sse(events), sep="\n", ping=15)
 
         return handle
+
+
+def _check_enums(http: Request, request: ProtoMessage) -> None:
+    """Refuse an enum query parameter of no known value (`status=TASK_STATE_RUNNING`), which
+    a2a-sdk's `parse_params` would drop as if it were absent."""
+    for field in request.DESCRIPTOR.fields:
+        value = http.query_params.get(field.camelcase_name)
+        if field.enum_type is None or value is None:
+            continue
+        if value not in field.enum_type.values_by_name:
+            known = ", ".join(field.enum_type.values_by_name)
+            raise InvalidParamsError(
+                f"Invalid parameters: {field.camelcase_name} {value!r} is none of {known}",
+                data={"field": field.camelcase_name},
+            )
 
 
 def _a2a_error(exc: Exception) -> A2AError:

@@ -39,11 +39,22 @@ def parse[P: ProtoMessage](params: Any, message: type[P]) -> P:
 
 
 def to_json(message: ProtoMessage) -> JSONObject:
-    return MessageToDict(message)
+    data: JSONObject = MessageToDict(message)
+    if isinstance(message, pb.ListTasksResponse):
+        # Required even when empty (spec §3.1.4: nextPageToken "" on the last page), which
+        # the JSON mapping leaves out as proto3 defaults.
+        for field, empty in (
+            ("tasks", []),
+            ("nextPageToken", ""),
+            ("pageSize", 0),
+            ("totalSize", 0),
+        ):
+            data.setdefault(field, empty)
+    return data
 
 
 def dumps(message: ProtoMessage) -> bytes:
-    return orjson.dumps(MessageToDict(message))
+    return orjson.dumps(to_json(message))
 
 
 def _v03[M: BaseModel](model: type[M], record: BaseModel | JSONObject) -> M:
