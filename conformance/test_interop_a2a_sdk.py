@@ -1,8 +1,9 @@
 """Interop: the current official a2a-sdk client (1.x), unmodified (docs/a2a-notes.md §10).
 
-`create_client(url)` reads `/.well-known/agent-card.json`; its `protocolVersion` "0.3.0"
-makes the client use its v0.3 compat JSON-RPC transport, which speaks the 0.x method names
-(`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`) this server serves.
+`create_client(url)` reads `/.well-known/agent-card.json`; its `supportedInterfaces` list the
+1.0 JSON-RPC interface first, so the client speaks 1.0 natively (`SendMessage`, `GetTask`, ...
+with `A2A-Version: 1.0`, docs/a2a-notes.md §13). Restricted to the card's 0.3 interface it
+uses its v0.3 compat transport instead (`message/send`, ...): tests/a2a/v1/test_sdk_client.py.
 """
 
 import uuid
