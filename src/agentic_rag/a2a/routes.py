@@ -25,6 +25,7 @@ from agentic_rag.a2a.errors import (
     from_task_error,
 )
 from agentic_rag.a2a.jsonrpc import RequestId, RPCError
+from agentic_rag.a2a.v1 import card as v1_card
 from agentic_rag.a2a.v1 import jsonrpc as v1
 from agentic_rag.a2a.v1.rest import HttpJson
 from agentic_rag.a2a.v1.service import A2AService
@@ -168,10 +169,10 @@ class A2AEndpoints:
     # -- HTTP routes -----------------------------------------------------------------------
 
     async def card_v021(self, request: Request) -> Response:
-        return Response(self._card(extended=False, v030=False), media_type=JSON)
+        return v1_card.served(request, self._card(extended=False, v030=False))
 
     async def card_v030(self, request: Request) -> Response:
-        return Response(self._card(extended=False, v030=True), media_type=JSON)
+        return v1_card.served(request, self._card(extended=False, v030=True))
 
     async def protected_resource(self, request: Request) -> Response:
         """OAuth protected-resource metadata (RFC 9728), how MCP clients find the issuer."""

@@ -128,8 +128,10 @@ def _notifications(keys: Sequence[tuple[str, str]]) -> list[str]:
     return [p.decode() for p in payloads]
 
 
-# Where a listing of tasks goes on: the update time and id of the last task of a page.
+# Where a listing of tasks goes on: the status time and id of the last task of a page.
 type Cursor = tuple[datetime, str]
+# When a task's status last changed, as its snapshot says.
+_STATUS_AT = "(task #>> '{status,timestamp}')::timestamptz"
 
 
 @dataclass(frozen=True)
@@ -169,29 +171,30 @@ class TaskStore:
         return [Task.model_validate_json(r["task"]) for r in rows]
 
     async def recent(self, tenant: str, query: TaskQuery) -> tuple[list[Task], int, Cursor | None]:
-        """The tenant's tasks that match `query`, most recently updated first, from the one
+        """The tenant's tasks that match `query`, latest status change first, from the one
         after `query.after`: a page of at most `query.limit`, how many match in all, and the
         cursor of the next page (None: this is the last)."""
+        status_at = f"coalesce({_STATUS_AT}, updated_at)"
         where = (
             "tenant = $1 AND ($2::text IS NULL OR context_id = $2) "
             "AND ($3::text IS NULL OR state = $3) "
-            "AND ($4::timestamptz IS NULL OR (task #>> '{status,timestamp}')::timestamptz >= $4)"
+            f"AND ($4::timestamptz IS NULL OR {status_at} >= $4)"
         )
         filters = (tenant, query.context_id, query.state, query.status_since)
         after = query.after or (None, None)
         async with self._pool.acquire() as conn:
             total = await conn.fetchval(f"SELECT count(*) FROM tasks WHERE {where}", *filters)
             rows = await conn.fetch(
-                f"SELECT task, updated_at, id FROM tasks WHERE {where} "
-                "AND ($5::timestamptz IS NULL OR (updated_at, id) < ($5, $6::text)) "
-                "ORDER BY updated_at DESC, id DESC LIMIT $7",
+                f"SELECT task, {status_at} AS status_at, id FROM tasks WHERE {where} "
+                f"AND ($5::timestamptz IS NULL OR ({status_at}, id) < ($5, $6::text)) "
+                f"ORDER BY {status_at} DESC, id DESC LIMIT $7",
                 *filters,
                 *after,
                 query.limit + 1,
             )
         page = rows[: query.limit]
         more = len(rows) > query.limit
-        cursor = (page[-1]["updated_at"], page[-1]["id"]) if more else None
+        cursor = (page[-1]["status_at"], page[-1]["id"]) if more else None
         return [Task.model_validate_json(r["task"]) for r in page], total, cursor
 
     async def write(self, writes: Sequence[TaskWrite]) -> None:

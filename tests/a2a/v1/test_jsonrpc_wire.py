@@ -117,3 +117,17 @@ def test_list_tasks_refuses_out_of_range_values(sut: LiveServer) -> None:
         answer = call(sut, "ListTasks", params)
         assert answer.get("error", {}).get("code") == -32602, (params, answer)
     assert call(sut, "ListTasks", {"status": "TASK_STATE_RUNNING"})["error"]["code"] == -32602
+
+
+def test_cards_carry_cache_control_and_an_etag(sut: LiveServer) -> None:
+    """Spec §8.6: both card documents can be cached and revalidated."""
+    for path in ("/.well-known/agent-card.json", "/.well-known/agent.json"):
+        first = httpx.get(sut.url + path)
+        assert first.headers["cache-control"].startswith("public, max-age=")
+        etag = first.headers["etag"]
+        again = httpx.get(sut.url + path, headers={"If-None-Match": etag})
+        assert again.status_code == 304
+        assert again.content == b""
+        changed = httpx.get(sut.url + path, headers={"If-None-Match": '"another"'})
+        assert changed.status_code == 200
+        assert changed.json() == first.json()

@@ -9,12 +9,15 @@ readers ignore the 0.3-only fields (url, preferredTransport, protocolVersion,
 supportsAuthenticatedExtendedCard). docs/a2a-notes.md §13.
 """
 
+import hashlib
 from typing import Any
 
 from a2a.compat.v0_3 import conversions
 from a2a.compat.v0_3 import types as v03
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.json_format import MessageToDict
+from starlette.requests import Request
+from starlette.responses import Response
 
 # Where the HTTP+JSON binding lives, under the server's base URL (spec §5.3: each interface
 # has its own URL). Not `/a2a/`: that prefix is the operators' REST API (docs/network.md).
@@ -56,3 +59,18 @@ def shared_document(v030: dict[str, Any]) -> dict[str, Any]:
     if "securityRequirements" in v1:
         shared["securityRequirements"] = v1["securityRequirements"]
     return shared
+
+
+# A card changes when keys are created or an upstream MCP server's skills join: a minute.
+CARD_MAX_AGE = 60
+
+
+def served(request: Request, document: bytes) -> Response:
+    """A public card with `Cache-Control` and a strong `ETag` (spec §8.6: clients cache it);
+    304 when the client's `If-None-Match` names this version."""
+    etag = '"' + hashlib.sha256(document).hexdigest()[:32] + '"'
+    headers = {"Cache-Control": f"public, max-age={CARD_MAX_AGE}", "ETag": etag}
+    wanted = {tag.strip() for tag in request.headers.get("if-none-match", "").split(",")}
+    if etag in wanted or "*" in wanted:
+        return Response(status_code=304, headers=headers)
+    return Response(document, media_type="application/json", headers=headers)
