@@ -143,9 +143,16 @@ class HttpJson:
 
     async def _json(self, http: Request) -> dict[str, Any]:
         limit = self._settings.max_body_bytes
-        raw = await http.body()
-        if len(raw) > limit:
+        declared = http.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
             raise InvalidRequestError(f"the body exceeds {limit} bytes")
+        chunks, size = [], 0
+        async for chunk in http.stream():  # never more than the limit in memory
+            size += len(chunk)
+            if size > limit:
+                raise InvalidRequestError(f"the body exceeds {limit} bytes")
+            chunks.append(chunk)
+        raw = b"".join(chunks)
         try:
             payload = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -164,15 +171,7 @@ class HttpJson:
         body: type[ProtoMessage] | None = None,
         query: type[ProtoMessage] | None = None,
     ) -> Handler:
-        async def handle(http: Request) -> Response:
-            try:
-                result = await call(http, await self._request(http, scope, body, query))
-            except Exception as exc:
-                return _refusal(exc)
-            content = b"{}" if result is None else wire.dumps(result)
-            return Response(content, media_type=MEDIA_TYPE)
-
-        return handle
+        return self._handler(call, scope, body, query, _json_response)
 
     def _stream(
         self,
@@ -182,14 +181,34 @@ class HttpJson:
         body: type[ProtoMessage] | None = None,
         query: type[ProtoMessage] | None = None,
     ) -> Handler:
+        return self._handler(call, scope, body, query, _sse_response)
+
+    def _handler[R](
+        self,
+        call: Callable[[Request, Any], Awaitable[R]],
+        scope: Scope,
+        body: type[ProtoMessage] | None,
+        query: type[ProtoMessage] | None,
+        respond: Callable[[R], Response],
+    ) -> Handler:
+        """The route's handler: the request message, the call, its answer or the refusal."""
+
         async def handle(http: Request) -> Response:
             try:
-                events = await call(http, await self._request(http, scope, body, query))
+                result = await call(http, await self._request(http, scope, body, query))
             except Exception as exc:
                 return _refusal(exc)
-            return EventSourceResponse(_sse(events), sep="\n", ping=15)
+            return respond(result)
 
         return handle
+
+
+def _json_response(result: ProtoMessage | None) -> Response:
+    return Response(b"{}" if result is None else wire.dumps(result), media_type=MEDIA_TYPE)
+
+
+def _sse_response(events: AsyncIterator[pb.StreamResponse]) -> Response:
+    return EventSourceResponse(_sse(events), sep="\n", ping=15)
 
 
 def _check_enums(http: Request, request: ProtoMessage) -> None:
