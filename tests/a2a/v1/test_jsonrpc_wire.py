@@ -131,3 +131,20 @@ def test_cards_carry_cache_control_and_an_etag(sut: LiveServer) -> None:
         changed = httpx.get(sut.url + path, headers={"If-None-Match": '"another"'})
         assert changed.status_code == 200
         assert changed.json() == first.json()
+
+
+def test_required_fields_are_checked_before_anything_runs(sut: LiveServer) -> None:
+    """DM-SERIAL-004: the fields the proto marks REQUIRED, and a part's one content."""
+    no_id = call(sut, "GetTask", {})
+    assert no_id["error"]["code"] == -32602
+    assert "id" in no_id["error"]["message"]
+    no_message_id = call(
+        sut, "SendMessage", {"message": {"role": "ROLE_USER", "parts": [{"text": "x"}]}}
+    )
+    assert no_message_id["error"]["code"] == -32602
+    assert "message.messageId" in no_message_id["error"]["message"]
+    empty_part = call(sut, "SendMessage", {"message": message("x") | {"parts": [{}]}})
+    assert empty_part["error"]["code"] == -32602
+    assert "message.parts[0]" in empty_part["error"]["message"]
+    no_url = call(sut, "CreateTaskPushNotificationConfig", {"taskId": "t"})
+    assert no_url["error"]["code"] == -32602

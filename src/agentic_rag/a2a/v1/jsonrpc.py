@@ -130,13 +130,15 @@ class JsonRpcV1:
                 f"Method not found: {call.method} is not an A2A 1.0 method (the request's "
                 f"A2A-Version is 1.0); 1.0 has {', '.join(METHODS)}"
             )
-        params = wire.parse(call.params if call.params is not None else {}, method.params)
+        raw_params = call.params if call.params is not None else {}
         if not call.has_id:  # checked after the params, as for 0.x (§12.1)
+            wire.parse(raw_params, method.params)
             raise InvalidRequestError("id is required: notifications are not supported")
-        if not principal_of(http.scope).allows(method.scope):
+        if not principal_of(http.scope).allows(method.scope):  # before the params, as 0.x
             raise ForbiddenError(
                 f"this credential lacks the scope {method.scope!r} that {call.method} needs"
             )
+        params = wire.parse(raw_params, method.params)
         if jsonrpc.may_contain_nul(body) and jsonrpc.contains_nul(call.params):
             raise InvalidParamsError("params must not contain the character U+0000 (NUL)")
         if method.streams:

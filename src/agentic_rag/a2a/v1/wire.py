@@ -26,16 +26,64 @@ def parse[P: ProtoMessage](params: Any, message: type[P]) -> P:
     if not isinstance(params, dict):
         raise InvalidParamsError("params must be an object")
     try:
-        return ParseDict(params, message())
+        parsed = ParseDict(params, message())
     except (ParseError, ValueError, TypeError) as exc:
         # Lenient about unknown fields only: protobuf's lenient parse would also drop an
         # unknown enum value (status TASK_STATE_RUNNING) as if it were absent.
         if "enum" in str(exc).lower():
             raise InvalidParamsError(f"Invalid parameters: {exc}") from None
-    try:
-        return ParseDict(params, message(), ignore_unknown_fields=True)
-    except (ParseError, ValueError, TypeError) as exc:
-        raise InvalidParamsError(f"Invalid parameters: {exc}") from None
+        try:
+            parsed = ParseDict(params, message(), ignore_unknown_fields=True)
+        except (ParseError, ValueError, TypeError) as exc:
+            raise InvalidParamsError(f"Invalid parameters: {exc}") from None
+    if missing := _missing(parsed):
+        raise InvalidParamsError(
+            f"Invalid parameters: {', '.join(missing)} required",
+            data={"fields": ", ".join(missing)},
+        )
+    return parsed
+
+
+def _required(field: Any) -> bool:
+    """Whether the proto marks the field `(google.api.field_behavior) = REQUIRED` (a field
+    descriptor: protobuf's C and Python implementations have different types)."""
+    for option, value in field.GetOptions().ListFields():
+        if option.full_name == "google.api.field_behavior" and option.enum_type is not None:
+            return option.enum_type.values_by_name["REQUIRED"].number in value
+    return False
+
+
+def _missing(message: ProtoMessage, path: str = "") -> list[str]:
+    """The fields the proto marks REQUIRED (google.api.field_behavior) that `message` or a
+    message in it leaves unset, empty, or at the unspecified enum value; and parts without
+    content (a Part is exactly one of text, raw, url, data: spec §4.1.6)."""
+    missing: list[str] = []
+    if isinstance(message, pb.Part) and message.WhichOneof("content") is None:
+        missing.append(f"{path}text, raw, url or data" if path else "content")
+    for field in message.DESCRIPTOR.fields:
+        name = path + field.json_name
+        required = _required(field)
+        nested = field.message_type
+        if nested is not None and (
+            nested.full_name.startswith("google.protobuf.") or nested.GetOptions().map_entry
+        ):
+            nested = None  # Struct, Timestamp, maps: nothing of ours inside
+        if field.is_repeated:
+            values = getattr(message, field.name)
+            if required and not values:
+                missing.append(name)
+            if nested is not None:
+                for i, value in enumerate(values):
+                    missing += _missing(value, f"{name}[{i}].")
+        elif field.message_type is not None:
+            if message.HasField(field.name):
+                if nested is not None:
+                    missing += _missing(getattr(message, field.name), name + ".")
+            elif required:
+                missing.append(name)
+        elif required and not getattr(message, field.name):
+            missing.append(name)
+    return missing
 
 
 def to_json(message: ProtoMessage) -> JSONObject:
