@@ -39,6 +39,8 @@ from graphiti_core.search.search_filters import ComparisonOperator, DateFilter, 
 from graphiti_core.search.search_utils import RELEVANT_SCHEMA_LIMIT
 from graphiti_core.utils.bulk_utils import add_nodes_and_edges_bulk
 from graphiti_core.utils.maintenance.graph_data_operations import clear_data
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
 
 from agentic_rag.config import Settings
 from agentic_rag.embedding.embedders import Embedder
@@ -75,6 +77,11 @@ from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.skills import SkillError
 
 log = logging.getLogger(__name__)
+
+# Tries of a graph command whose connection the server closed (it restarted), each on a new
+# connection, after pauses growing up to the cap.
+RECONNECT_ATTEMPTS = 3
+RECONNECT_BACKOFF_CAP_SECONDS = 1.0
 
 
 class GraphDatabaseError(RuntimeError):
@@ -127,6 +134,13 @@ class GraphService:
         else:
             self._db = FalkorDB.from_url(url)
             self.backend = "the FalkorDB server of AGENTIC_RAG_GRAPH_URL"
+        # A restarted server closed the pooled connections: a command reconnects and is tried
+        # again instead of failing once per connection. Set after construction: FalkorDB's
+        # cluster probe copies the pool's arguments into a synchronous client, which an
+        # asyncio Retry would break.
+        self._db.connection.connection_pool.connection_kwargs["retry"] = Retry(
+            ExponentialBackoff(cap=RECONNECT_BACKOFF_CAP_SECONDS), RECONNECT_ATTEMPTS
+        )
         try:
             await self._db.connection.ping()
         except Exception as exc:

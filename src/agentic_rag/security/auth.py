@@ -25,6 +25,10 @@ from agentic_rag.security.tokens import InvalidToken, JWTVerifier
 AUTHENTICATION_REQUIRED = -32010
 FORBIDDEN = -32011
 RATE_LIMITED = -32012
+# JSON-RPC's internal error, for a check that could not run: the database or Redis it reads
+# is unreachable (an outage); the client may retry.
+UNAVAILABLE = -32603
+UNAVAILABLE_RETRY_SECONDS = 1
 
 KEYS_RECHECK_SECONDS = 2.0
 
@@ -67,6 +71,7 @@ class Authenticator:
         self._require = require
         self.enforced = False
         self._checked_keys_at = float("-inf")
+        self._unreachable = 0  # refusals since the stores the checks read became unreachable
 
     @property
     def jwt_enabled(self) -> bool:
@@ -119,6 +124,28 @@ class Authenticator:
         return {"WWW-Authenticate": value}
 
     async def authenticate(self, scope: Scope) -> Principal:
+        """The caller's principal; AuthFailure to refuse it, or when the stores the checks
+        read (the database, Redis) cannot be reached: 503, never an unanswered exception."""
+        try:
+            principal = await self._authenticate(scope)
+        except AuthFailure:
+            raise
+        except Exception as exc:
+            if not self._unreachable:  # once per outage, not once per request
+                log.warning("credentials cannot be checked: %s: %s", type(exc).__name__, exc)
+            self._unreachable += 1
+            raise AuthFailure(
+                503,
+                UNAVAILABLE,
+                f"credentials cannot be checked now ({type(exc).__name__}: {exc}); retry shortly",
+                headers={"Retry-After": str(UNAVAILABLE_RETRY_SECONDS)},
+            ) from None
+        if self._unreachable:
+            log.warning("credentials checked again after %d refusals", self._unreachable)
+            self._unreachable = 0
+        return principal
+
+    async def _authenticate(self, scope: Scope) -> Principal:
         if not self.enforced:
             await self._leave_open_mode_if_keys_exist()
             if not self.enforced:

@@ -23,6 +23,8 @@ PUBLIC_PATHS = frozenset(
 PROBLEM_PATHS = "/a2a/"
 # `GET /` is the home page (home.py); `POST /` is JSON-RPC and needs a credential.
 PUBLIC_PAGES = frozenset({("GET", "/"), ("HEAD", "/")})
+# The problem kind (docs/network.md) of each status a refusal has.
+PROBLEM_KINDS = {401: "unauthenticated", 429: "rate-limited", 503: "unavailable"}
 
 
 class AuthenticationMiddleware:
@@ -46,7 +48,7 @@ class AuthenticationMiddleware:
             if scope["path"].startswith(PROBLEM_PATHS):  # REST routes answer RFC 7807 problems
                 response = problem_response(
                     failure.status,
-                    "unauthenticated" if failure.status == 401 else "rate-limited",
+                    PROBLEM_KINDS[failure.status],
                     failure.message,
                     instance=scope["path"],
                     headers=failure.headers,
