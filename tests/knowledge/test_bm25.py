@@ -194,3 +194,14 @@ def test_the_term_sets_asked_are_the_smallest_that_reach_the_threshold() -> None
 
 def test_term_frequencies_are_read_from_a_tsvector() -> None:
     assert bm25.term_frequencies("'famili':3A,17A 'it''s':5A") == {"famili": 2, "it's": 1}
+
+
+def test_the_scorer_sums_what_score_sums_from_the_frequencies() -> None:
+    idf = {"famili": 2.5, "it's": 1.25, "oper": 0.5}
+    scorer = bm25.Scorer(idf, average=40.0)
+    for text, length in [
+        ("'famili':3A,17A 'it''s':5A", 12),
+        ("'oper':1A,2A,9A", 80),
+        ("'other':4A 'famili':2A", 40),
+    ]:
+        assert scorer(text, length) == bm25.score(bm25.term_frequencies(text), idf, length, 40.0)

@@ -223,6 +223,7 @@ class Search:
             if not terms:
                 return []
             idf = {t.lexeme: t.idf for t in terms}
+            scorer = bm25.Scorer(idf, average)
             planned = terms[: bm25.PLANNED_TERMS]
             exact_top = min(limit, LEXICAL_EXACT_TOP)
             threshold = bm25.opening_threshold(planned, chunks, 2 * exact_top)
@@ -234,9 +235,7 @@ class Search:
                     conn, tenant, clauses, list(idf), filters, list(scored), room
                 )
                 for r in rows:
-                    scored[r["id"]] = bm25.score(
-                        bm25.term_frequencies(r["terms"]), idf, r["term_count"], average
-                    )
+                    scored[r["id"]] = scorer(r["terms"], r["term_count"])
                 if len(rows) >= room or not complete:
                     break  # a budget is spent: the best of those scored
                 ranked = sorted(scored.values(), reverse=True)
