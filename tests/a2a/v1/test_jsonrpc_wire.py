@@ -148,3 +148,18 @@ def test_required_fields_are_checked_before_anything_runs(sut: LiveServer) -> No
     assert "message.parts[0]" in empty_part["error"]["message"]
     no_url = call(sut, "CreateTaskPushNotificationConfig", {"taskId": "t"})
     assert no_url["error"]["code"] == -32602
+
+
+def test_a_task_sent_over_1_0_is_the_task_mcp_and_0_2_1_see(sut: LiveServer) -> None:
+    """One engine, one store: the task a 1.0 SendMessage made is MCP's task (tasks/get at
+    protocol 2025-11-25) and 0.2.1's, in the same state."""
+    task = call(sut, "SendMessage", {"message": message("every face")})["result"]["task"]
+    mcp = httpx.post(
+        sut.url + "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": task["id"]}},
+        headers={"MCP-Protocol-Version": "2025-11-25", "Accept": "application/json"},
+        timeout=30,
+    ).json()["result"]
+    assert (mcp["taskId"], mcp["status"]) == (task["id"], "completed")
+    old = call(sut, "tasks/get", {"id": task["id"]}, version=None)["result"]
+    assert (old["id"], old["status"]["state"]) == (task["id"], "completed")
