@@ -46,19 +46,32 @@ def card_of(url: str, path: str = "/.well-known/agent-card.json") -> dict[str, A
     return card
 
 
+def card_of_0_3(url: str) -> dict[str, Any]:
+    """Our card as a 0.3 peer shows it: without the 1.0 interfaces (a peer that speaks 0.3
+    only), registered inline."""
+    card = card_of(url)
+    card.pop("supportedInterfaces")
+    card["capabilities"].pop("extendedAgentCard", None)
+    return card
+
+
 @pytest.mark.parametrize(
     ("peer", "card_path", "version"),
     [
         ("ours_a", "/.well-known/agent.json", "0.2.1"),
-        ("ours_b", "/.well-known/agent-card.json", "0.3.0"),
+        ("ours_b", None, "0.3.0"),
+        ("ours_b", "/.well-known/agent-card.json", "1.0"),
         ("sdk", "/.well-known/agent-card.json", "1.0"),
     ],
 )
 def test_a_task_is_delegated_to_a_peer_in_its_protocol_version(
-    network: Peers, local: Delegator, peer: str, card_path: str, version: str
+    network: Peers, local: Delegator, peer: str, card_path: str | None, version: str
 ) -> None:
     url = getattr(network, peer)
-    peer_id = local.register(card_url=url + card_path)
+    if card_path is None:
+        peer_id = local.register(card=card_of_0_3(url))
+    else:
+        peer_id = local.register(card_url=url + card_path)
     agents = local.client.get("/a2a/agents").json()["agents"]
     assert [a["protocol_version"] for a in agents] == [version]
 
