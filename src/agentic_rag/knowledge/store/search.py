@@ -201,16 +201,14 @@ class Search:
         `LEXICAL_EXACT_TOP` are exactly BM25's (for queries of up to bm25.PLANNED_TERMS terms);
         past either (queries of frequent words on large tenants), the best of those scored.
         """
-        async with self._pool.acquire() as conn, conn.transaction():
-            # One round trip: the query's lexemes with their document frequencies, the
-            # tenant's totals, and this transaction's setting. Without the tenant beside them
-            # the keys' matches are estimated high enough for parallel workers, whose start
-            # costs more than the search (a 10k tenant's query: 9.4 ms with two workers, 1.3
-            # ms without). No lexeme or no totals: nothing to find.
+        # No transaction (BEGIN and COMMIT were two of the leg's round trips): each statement
+        # keeps parallel workers off itself (_SERIAL).
+        async with self._pool.acquire() as conn:
+            # One round trip: the query's lexemes with their document frequencies and the
+            # tenant's totals. No lexeme or no totals: nothing to find.
             found = await conn.fetch(
                 "SELECT q.lexeme, coalesce(l.df, 0) AS df, t.chunks, t.terms "
-                "FROM (SELECT set_config('max_parallel_workers_per_gather', '0', true)) AS s, "
-                f"unnest({lexemes('$2')}) q "
+                f"FROM {_SERIAL}, unnest({lexemes('$2')}) q "
                 "JOIN lexicon_totals t ON t.tenant = $1 "
                 "LEFT JOIN lexicon l ON l.tenant = $1 AND l.lexeme = q.lexeme",
                 tenant,
@@ -274,7 +272,7 @@ class Search:
             f"WHERE ({' OR '.join(held)}) AND c.id <> ALL($3::bigint[]) {where} LIMIT $4) "
             "SELECT id, term_count, "
             "ts_filter(setweight(tsv, 'A', $2::text[]), '{a}')::text AS terms "
-            "FROM matched WHERE tenant = $1",
+            f"FROM matched, {_SERIAL} WHERE tenant = $1",
             *params,
         )
 
@@ -337,6 +335,14 @@ class Search:
             "SELECT chunks FROM lexicon_totals WHERE tenant = $1", tenant
         )
         return int(value or 0)
+
+
+# The lexical leg's statements are planned without parallel workers: the keys' matches are
+# estimated high enough for them, and their start costs more than the search (a 10k tenant's
+# query: 9.4 ms with two workers, 1.3 ms without). set_config is parallel unsafe, and a
+# statement that calls one is never planned parallel (PostgreSQL: "Parallel Safety"), so the
+# statement needs no setting made before it, nor a transaction to scope one.
+_SERIAL = "(SELECT set_config('max_parallel_workers_per_gather', '0', true)) AS serial"
 
 
 def _score(hit: tuple[int, float]) -> tuple[float, int]:
