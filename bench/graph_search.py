@@ -258,7 +258,7 @@ async def run(total: int) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix="graph-bench-"))
     settings = Settings(data_dir=data_dir, llm_base_url=None, llm_model=None)
     # No episode is queued here: the queue's PostgreSQL pool is never used.
-    graph = GraphService(settings, embedder, cast(asyncpg.Pool, None))
+    graph = GraphService(settings, embedder, cast(asyncpg.Pool, None), worker=1)
     big, small = Namespace("all"), Namespace("small")
     result: dict[str, Any] = {}
     try:

@@ -75,7 +75,7 @@ async def quiet(_: str) -> None:
 async def overhead(
     service: KnowledgeService, pages: list[corpus.Page], rounds: int
 ) -> dict[str, Any]:
-    chunker = service.ingestion._chunker
+    chunker = service.active.chunker
     embedder = service.embedder
     per_page = [
         [embedding_text(c) for c in chunker.chunk(markdown_sections(p.markdown))] for p in pages
@@ -129,7 +129,7 @@ async def overhead(
         found = chunker.chunk(sections)
         source = await store.upsert_source("parts", "text", page.name, page.name, {})
         started = time.perf_counter()
-        await store.write_document("parts", source, document, found, v, service.space)
+        await store.write_document("parts", source, document, found, v, service.active.space)
         write_seconds += time.perf_counter() - started
     return {
         "pages": len(pages),

@@ -46,6 +46,7 @@ import report  # noqa: E402
 
 from agentic_rag.config import Settings  # noqa: E402
 from agentic_rag.embedding.embedders import LocalEmbedder  # noqa: E402
+from agentic_rag.knowledge.active_space import ActiveSpace  # noqa: E402
 from agentic_rag.knowledge.chunking import (  # noqa: E402
     Chunker,
     document_embedding_text,
@@ -577,7 +578,11 @@ async def main(args: argparse.Namespace) -> None:
             if chosen != default:
                 rerankers += await rerank_all(run, store, space, query_vectors, chosen, config)
             log("Retrieval.search on the test half (the product's default configuration)")
-            retrieval = Retrieval(store, TrajectoryStore(pool), embedder, space, config)
+            active = ActiveSpace(
+                store, embedder, Settings.model_fields["chunk_overlap_tokens"].default
+            )
+            await active.open()  # the space indexed above
+            retrieval = Retrieval(store, TrajectoryStore(pool), embedder, active, config)
             search_check = await check_search(run, retrieval, default)
             lexical_diagnosis, variant_lists = await lexical.measure(run, pool, TENANT, DEPTH)
             # The whole grid again over the recommended lexical variant: is the choice the same?

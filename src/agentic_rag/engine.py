@@ -126,7 +126,9 @@ class Engine:
         self.knowledge: KnowledgeService | None = None
         self.graph: GraphService | None = None
         if registry is None:
-            self.knowledge, self.graph = _knowledge_and_graph(settings, self.database, self.chat)
+            self.knowledge, self.graph = _knowledge_and_graph(
+                settings, self.database, self.chat, self.cluster.worker
+            )
             add_product_skills(self)
         # Upstream MCP servers' tools join the registry as they first answer (from start on).
         self._upstreams = Upstreams(settings, self.registry)
@@ -151,12 +153,6 @@ class Engine:
         if self.graph is not None:
             await self.graph.start()
             stack.push_async_callback(self.graph.stop)
-        if self.knowledge is not None and self.graph is not None:
-            from agentic_rag.graph.documents import DocumentGraph
-
-            self.knowledge.attach_graph(
-                DocumentGraph(self.graph, ingest_documents=self.settings.graph_ingest_documents)
-            )
         await stack.enter_async_context(self._upstreams.run())
 
         await self.auth.start()
@@ -186,7 +182,7 @@ class Engine:
         )
         stack.push_async_callback(self.cluster.stop)
         if self.graph is not None:  # its episode queue, worked under this worker's lease
-            self.graph.start_ingestion(self.cluster.worker)
+            self.graph.start_ingestion()
             stack.push_async_callback(self.graph.stop_ingestion)
 
     async def stop(self) -> None:
@@ -238,15 +234,22 @@ def add_product_skills(engine: Engine) -> None:
 
 
 def _knowledge_and_graph(
-    settings: Settings, database: Database, chat: ConfiguredChat
+    settings: Settings, database: Database, chat: ConfiguredChat, worker: int
 ) -> tuple["KnowledgeService", "GraphService"]:
     # Imported here: the models' and the graph's libraries take seconds to import, which
     # processes without them (tests, tools) need not pay.
+    from agentic_rag.graph.documents import DocumentGraph
     from agentic_rag.graph.service import GraphService
-    from agentic_rag.knowledge.service import KnowledgeService
+    from agentic_rag.knowledge.service import KnowledgeService, embedder_from
 
-    knowledge = KnowledgeService(settings, database, chat.endpoint)
-    return knowledge, GraphService(settings, knowledge.embedder, database, chat.endpoint)
+    embedder = embedder_from(settings)  # one model for both; the knowledge engine starts it
+    graph = GraphService(settings, embedder, database, chat.endpoint, worker=worker)
+    # The documents' episodes follow them into the graph, and retrieval may ask it.
+    documents = DocumentGraph(graph, ingest_documents=settings.graph_ingest_documents)
+    knowledge = KnowledgeService(
+        settings, database, chat.endpoint, embedder=embedder, graph=documents
+    )
+    return knowledge, graph
 
 
 def exposure_refusal(settings: Settings, *, enforced: bool) -> str | None:

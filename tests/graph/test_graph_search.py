@@ -82,7 +82,11 @@ async def started(
     data_dir: Path, embedder: LocalEmbedder, pool: asyncpg.Pool, chat: ChatEndpoint | None = None
 ) -> GraphService:
     graph = GraphService(
-        Settings(data_dir=data_dir, llm_base_url=None, llm_model=None), embedder, pool, chat
+        Settings(data_dir=data_dir, llm_base_url=None, llm_model=None),
+        embedder,
+        pool,
+        chat,
+        worker=1,  # no lease taken: these tests extract no queued episodes
     )
     await graph.start()
     return graph

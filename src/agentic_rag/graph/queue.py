@@ -21,6 +21,7 @@ import orjson
 
 from agentic_rag.graph.cost import EpisodeCost
 from agentic_rag.graph.namespaces import Namespace
+from agentic_rag.storage.pool import Pool
 
 STATES = ("queued", "processing", "done", "failed")
 
@@ -70,7 +71,7 @@ class NamespaceCounts:
 
 
 class EpisodeQueue:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
     async def add(self, tenant: str, uuid: str, ns: Namespace, arguments: dict[str, Any]) -> bool:

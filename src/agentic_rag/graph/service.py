@@ -1,11 +1,14 @@
 """GraphService: Graphiti on FalkorDB, one graph per namespace (namespaces.py), per tenant.
 
-Built once per process from the settings (`start`): the FalkorDB connection (the embedded
-server of the data directory, or AGENTIC_RAG_GRAPH_URL), the embedder (the product's), and the
-LLM when one is configured. FalkorDB keeps one graph per Graphiti group id, and Graphiti's
-`remove_episode`, `add_triplet` and `clear_data` act on the graph their driver is bound to; so
-every namespace gets a Graphiti of its own whose driver is bound to that namespace's graph
-(`_graphiti`), and nothing here ever uses an unbound one.
+Built once per process from the settings, with the embedder (the product's), the LLM when one
+is configured, the episode queue and this worker's episode ingestion; `start` starts the
+embedded FalkorDB server of the data directory (or reaches AGENTIC_RAG_GRAPH_URL's) and opens
+the connection, `start_ingestion` works the queue.
+
+FalkorDB keeps one graph per Graphiti group id, and Graphiti's `remove_episode`, `add_triplet`
+and `clear_data` act on the graph their driver is bound to; so every namespace gets a Graphiti
+of its own whose driver is bound to that namespace's graph (`_graphiti`), and nothing here ever
+uses an unbound one.
 
 A tenant's sub-groups are remembered in a set in FalkorDB itself (`_remember`), so that the
 calls that name only a uuid (get_entity_edge, delete_episode, ...) look in every graph of the
@@ -21,7 +24,6 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import uuid4
 
-import asyncpg
 from falkordb.asyncio import FalkorDB
 from graphiti_core import Graphiti
 from graphiti_core.driver.falkordb_driver import FalkorDriver
@@ -75,6 +77,7 @@ from agentic_rag.graph.results import (
 from agentic_rag.graph.search import use_fact_index
 from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.skills import SkillError
+from agentic_rag.storage.pool import Pool
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +89,10 @@ RECONNECT_BACKOFF_CAP_SECONDS = 1.0
 
 class GraphDatabaseError(RuntimeError):
     """The graph database cannot be reached at start."""
+
+
+class GraphNotStarted(RuntimeError):
+    pass
 
 
 Mentioned = tuple[EntityNode, Namespace, list[str]]
@@ -106,34 +113,48 @@ class GraphService:
         self,
         settings: Settings,
         embedder: Embedder,
-        pool: asyncpg.Pool,
+        pool: Pool,
         chat: ChatEndpoint | None = None,
+        *,
+        worker: int,
     ) -> None:
+        """`worker`: this worker's id, whose lease covers the episodes it extracts."""
         self.settings = settings
         self._embedder = GraphEmbedder(embedder)
         self._cross_encoder = FusionOrder()
         self._chat = chat
         self._llm = graphiti_llm(chat) if chat is not None else None
-        self._embedded: EmbeddedFalkorDB | None = None
+        if settings.graph_url is None:
+            self._embedded: EmbeddedFalkorDB | None = EmbeddedFalkorDB(settings.data_dir)
+            self.backend = f"the embedded FalkorDB in {self._embedded.directory}"
+        else:
+            self._embedded = None
+            self.backend = "the FalkorDB server of AGENTIC_RAG_GRAPH_URL"
+        # Opened by `start`: FalkorDB's client asks the server (synchronously) whether it is a
+        # cluster as it is built, so it cannot exist before the server does.
+        self._connection: FalkorDB | None = None
         self._graphs: dict[str, Graphiti] = {}
         self.queue = EpisodeQueue(pool)
-        self._ingestion: EpisodeIngestion | None = None
-        self.backend = ""
+        self._ingestion = EpisodeIngestion(settings, self.queue, self, worker)
+        self._ingesting = False
+
+    @property
+    def _db(self) -> FalkorDB:
+        if self._connection is None:
+            raise GraphNotStarted("the graph is not started (the engine starts it)")
+        return self._connection
 
     def require_llm(self, skill: str) -> None:
         if self._llm is None:
             raise LLMRequired(skill)
 
     async def start(self) -> None:
-        url = self.settings.graph_url
-        if url is None:
-            self._embedded = EmbeddedFalkorDB(self.settings.data_dir)
+        if self._embedded is not None:
             socket = await self._embedded.start()
-            self._db = FalkorDB(unix_socket_path=str(socket))
-            self.backend = f"the embedded FalkorDB in {self._embedded.directory}"
+            self._connection = FalkorDB(unix_socket_path=str(socket))
         else:
-            self._db = FalkorDB.from_url(url)
-            self.backend = "the FalkorDB server of AGENTIC_RAG_GRAPH_URL"
+            assert self.settings.graph_url is not None
+            self._connection = FalkorDB.from_url(self.settings.graph_url)
         # A restarted server closed the pooled connections: a command reconnects and is tried
         # again instead of failing once per connection. Set after construction: FalkorDB's
         # cluster probe copies the pool's arguments into a synchronous client, which an
@@ -147,16 +168,16 @@ class GraphService:
             await self.stop()
             raise GraphDatabaseError(f"cannot reach {self.backend}: {exc}") from exc
 
-    def start_ingestion(self, worker: int) -> None:
-        """Work the episode queue as `worker` (whose lease is its advisory lock)."""
-        self._ingestion = EpisodeIngestion(self.settings, self.queue, self, worker)
+    def start_ingestion(self) -> None:
+        """Work the episode queue as this worker (once its lease is taken)."""
         self._ingestion.start()
+        self._ingesting = True
 
     async def stop_ingestion(self) -> None:
         """Stop extracting; this worker's unfinished episodes go back to the queue."""
-        if self._ingestion is not None:
+        if self._ingesting:
+            self._ingesting = False
             await self._ingestion.stop()
-            self._ingestion = None
 
     async def stop(self) -> None:
         await self.stop_ingestion()
@@ -166,9 +187,9 @@ class GraphService:
             assert isinstance(driver, FalkorDriver)
             if driver._init_task is not None and not driver._init_task.done():
                 driver._init_task.cancel()  # its index build, if still under way
-        db = getattr(self, "_db", None)
-        if db is not None:
-            await db.connection.aclose()
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.connection.aclose()
         if self._llm is not None:
             await self._llm.client.close()
         if self._embedded is not None:
@@ -220,8 +241,7 @@ class GraphService:
         arguments = {**args.model_dump(), **(provenance or {})}
         if not await self.queue.add(ns.tenant, uuid, ns, arguments):
             raise SkillError(f"episode {uuid!r} is queued or being processed already")
-        if self._ingestion is not None:
-            self._ingestion.wake()
+        self._ingestion.wake()
         return uuid
 
     async def extract(self, ns: Namespace, uuid: str, arguments: dict[str, Any]) -> None:

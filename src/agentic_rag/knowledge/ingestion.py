@@ -23,7 +23,8 @@ import httpx
 import numpy as np
 
 from agentic_rag.embedding.embedders import Embedder, Vectors
-from agentic_rag.knowledge.chunking import Chunker, document_embedding_text, embedding_text
+from agentic_rag.knowledge.active_space import ActiveSpace
+from agentic_rag.knowledge.chunking import document_embedding_text, embedding_text
 from agentic_rag.knowledge.document_graph import DocumentGraph
 from agentic_rag.knowledge.documents import ExtractedDocument
 from agentic_rag.knowledge.errors import (
@@ -42,7 +43,6 @@ from agentic_rag.knowledge.store.documents import (
     content_hash,
 )
 from agentic_rag.knowledge.store.sources import SourceRef
-from agentic_rag.knowledge.store.spaces import Space
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +79,13 @@ class Ingestion:
         store: KnowledgeStore,
         jobs: JobStore,
         embedder: Embedder,
-        chunker: Chunker,
-        space: Space,
+        active: ActiveSpace,
+        *,
+        graph: DocumentGraph | None = None,
     ) -> None:
         self._store, self._jobs = store, jobs
-        self._embedder, self._chunker, self._space = embedder, chunker, space
-        self.graph: DocumentGraph | None = None  # set when the graph runs (KnowledgeService)
+        self._embedder, self._active = embedder, active
+        self.graph = graph
 
     async def run_job(
         self,
@@ -207,7 +208,7 @@ class Ingestion:
             result = await self._store.link_identical(tenant, source, reached, digest, **validators)
         if result is None:
             chunks = await asyncio.to_thread(
-                self._chunker.chunk, document.sections, title=document.title
+                self._active.chunker.chunk, document.sections, title=document.title
             )
             if not chunks:
                 raise NoTextToIndex(f"{document.uri}: no text to index")
@@ -220,7 +221,7 @@ class Ingestion:
                 document,
                 chunks,
                 vectors[:-1],
-                self._space,
+                self._active.space,
                 reached=reached,
                 document_vector=vectors[-1],
                 **validators,

@@ -16,6 +16,8 @@ from typing import Any
 import asyncpg
 import orjson
 
+from agentic_rag.storage.pool import Pool
+
 
 @dataclass(frozen=True)
 class Job:
@@ -34,7 +36,7 @@ def request_key(kind: str, arguments: dict[str, Any]) -> bytes:
 
 
 class JobStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
     async def open(self, tenant: str, job_id: str, kind: str, arguments: dict[str, Any]) -> Job:

@@ -24,6 +24,7 @@ from agentic_rag.embedding.batching import QueryBatcher
 from agentic_rag.embedding.embedders import Embedder
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge import answers
+from agentic_rag.knowledge.active_space import ActiveSpace
 from agentic_rag.knowledge.document_graph import DocumentGraph, GraphRetrieval
 from agentic_rag.knowledge.errors import InvalidRequest
 from agentic_rag.knowledge.fusion import Fused, FusionMethod, Ranked, fuse
@@ -87,18 +88,24 @@ class Retrieval:
         store: KnowledgeStore,
         trajectories: TrajectoryStore,
         embedder: Embedder,
-        space: Space,
+        active: ActiveSpace,
         config: RetrievalConfig,
         *,
         cross_encoder: CrossEncoder | None = None,
         llm: OpenAIChat | None = None,
+        graph: DocumentGraph | None = None,
     ) -> None:
         self._store, self._trajectories = store, trajectories
-        self._space, self.config = space, config
+        self._active, self.config = active, config
         # Concurrent searches embed their queries together (one model call).
         self._queries = QueryBatcher(embedder)
         self._cross_encoder, self._llm = cross_encoder, llm
-        self.graph: DocumentGraph | None = None  # set when the graph runs (KnowledgeService)
+        self.graph = graph
+
+    @property
+    def _space(self) -> Space:
+        """The store's active space (known once the knowledge engine started)."""
+        return self._active.space
 
     def available_rerankers(self) -> list[str]:
         available = ["rrf", "mmr"]

@@ -1,8 +1,9 @@
 """KnowledgeService: what the knowledge skills do, for one tenant at a time.
 
-It is built once per process from the settings (`KnowledgeService.start`): the embedder, the
-store's embedding space (refused if the store was embedded with another model), the chunker,
-retrieval, and the optional LLM and cross-encoder.
+It is built once per process from the settings, complete: the embedder, the stores, retrieval
+(with the optional LLM and cross-encoder), ingestion, the SSRF guard and the sources. `start`
+loads the embedding model and opens the store's embedding space (`ActiveSpace`, which retrieval
+and ingestion read when they run: it needs the database and the model's tokenizer).
 """
 
 import asyncio
@@ -15,12 +16,11 @@ from contextlib import AsyncExitStack, aclosing
 from dataclasses import replace
 from typing import Any
 
-import asyncpg
 from youtube_transcript_api.proxies import GenericProxyConfig
 
 from agentic_rag.config import Settings, load_cookies
 from agentic_rag.embedding.embedders import DIMENSION, MODEL_NAME, Embedder, build_embedder
-from agentic_rag.knowledge.chunking import Chunker
+from agentic_rag.knowledge.active_space import ActiveSpace
 from agentic_rag.knowledge.document_graph import DocumentGraph
 from agentic_rag.knowledge.documents import ExtractedDocument
 from agentic_rag.knowledge.errors import InvalidRequest, NoTextToIndex, NotFound, Unreadable
@@ -61,7 +61,6 @@ from agentic_rag.knowledge.sources.youtube import (
 from agentic_rag.knowledge.store import KnowledgeStore
 from agentic_rag.knowledge.store.documents import StoredDocument
 from agentic_rag.knowledge.store.sources import SourceRef
-from agentic_rag.knowledge.store.spaces import Space
 from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint
@@ -74,6 +73,7 @@ from agentic_rag.security.fetch import (
     Validators,
 )
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
+from agentic_rag.storage.pool import Pool
 
 log = logging.getLogger(__name__)
 
@@ -104,48 +104,43 @@ def configured_model(settings: Settings) -> tuple[str, int | None]:
 
 
 class KnowledgeService:
-    store: KnowledgeStore
-    retrieval: Retrieval
-    ingestion: Ingestion
-    space: Space
+    """Built complete: its stores, retrieval, ingestion, the SSRF guard and the sources.
+    `start` loads the embedding model and opens the store's embedding space (refused if the
+    store was embedded with another model); `stop` closes the model and the LLM client."""
 
     def __init__(
-        self, settings: Settings, pool: asyncpg.Pool, chat: ChatEndpoint | None = None
+        self,
+        settings: Settings,
+        pool: Pool,
+        chat: ChatEndpoint | None = None,
+        *,
+        embedder: Embedder | None = None,
+        graph: DocumentGraph | None = None,
     ) -> None:
         self.settings = settings
-        self.chat = chat
-        self.embedder = embedder_from(settings)  # loaded by `start`; the graph shares it
+        # Started (and closed) by this service; the graph shares it.
+        self.embedder = embedder if embedder is not None else embedder_from(settings)
         self.store = KnowledgeStore(pool)
         self.jobs = JobStore(pool)
         self.trajectories = TrajectoryStore(pool)
         self.site_blocks = SiteBlocks(pool)
-        self.graph: DocumentGraph | None = None
-        self._stack = AsyncExitStack()
-
-    async def start(self) -> None:
-        settings = self.settings
-        embedder = self.embedder
-        self._stack.push_async_callback(embedder.aclose)
-        await embedder.start()
-        self.space = await self.store.open_space(embedder.name, embedder.dimension)
-        llm = None
-        if self.chat is not None:
-            llm = OpenAIChat(self.chat)
-            self._stack.push_async_callback(llm.aclose)
-        self.llm = llm
+        self.graph = graph  # the documents' episodes follow them; retrieval may ask it
+        self.active = ActiveSpace(self.store, self.embedder, settings.chunk_overlap_tokens)
+        self.llm = OpenAIChat(chat) if chat is not None else None
         cross_encoder = (
             CrossEncoder(settings.reranker_directory) if settings.reranker_directory else None
         )
         self.retrieval = Retrieval(
             self.store,
             self.trajectories,
-            embedder,
-            self.space,
+            self.embedder,
+            self.active,
             RetrievalConfig(),
             cross_encoder=cross_encoder,
-            llm=llm,
+            llm=self.llm,
+            graph=graph,
         )
-        chunker = Chunker(embedder.count_tokens, embedder.max_tokens, settings.chunk_overlap_tokens)
+        self.ingestion = Ingestion(self.store, self.jobs, self.embedder, self.active, graph=graph)
         self.guard = SSRFGuard(settings.ingest_allow_private)
         proxy = (
             GenericProxyConfig(
@@ -160,14 +155,17 @@ class KnowledgeService:
             cookies=load_cookies(cookies) if cookies else None,
             timeout_seconds=settings.ingest_timeout_seconds,
         )
-        self.ingestion = Ingestion(self.store, self.jobs, embedder, chunker, self.space)
+        self._stack = AsyncExitStack()
+
+    async def start(self) -> None:
+        self._stack.push_async_callback(self.embedder.aclose)
+        await self.embedder.start()
+        await self.active.open()
+        if self.llm is not None:
+            self._stack.push_async_callback(self.llm.aclose)
 
     async def stop(self) -> None:
         await self._stack.aclose()
-
-    def attach_graph(self, graph: DocumentGraph) -> None:
-        """The graph runs: documents' episodes follow them, and retrieval may ask it."""
-        self.graph = self.ingestion.graph = self.retrieval.graph = graph
 
     # -- ingestion --------------------------------------------------------------------
 

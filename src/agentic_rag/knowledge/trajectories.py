@@ -3,12 +3,13 @@
 from datetime import timedelta
 from typing import Any
 
-import asyncpg
 import orjson
+
+from agentic_rag.storage.pool import Pool
 
 
 class TrajectoryStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
     async def save(

@@ -14,7 +14,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import asyncpg
 from mcp.server import Server
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -30,6 +29,7 @@ from agentic_rag.mcp.access import principal_from_http
 from agentic_rag.mcp.server import build_server
 from agentic_rag.mcp.subscriptions import DocumentChanges, TenantListen
 from agentic_rag.skills import SkillRegistry
+from agentic_rag.storage.pool import Pool
 from agentic_rag.tasks.service import TaskService
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ class McpHttp:
         *,
         tasks: TaskService,
         knowledge: "KnowledgeService | None",
-        database: asyncpg.Pool,
+        database: Pool,
     ) -> None:
         """`tasks` and `knowledge`: the services the server calls (see build_server);
         `database`: whose document changes 2026-07-28 clients may listen to."""

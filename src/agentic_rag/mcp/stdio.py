@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
-import asyncpg
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.stdio import stdio_server
 
@@ -24,6 +23,7 @@ from agentic_rag.mcp.server import build_server
 from agentic_rag.mcp.subscriptions import DocumentChanges, DocumentSubscriptions, TenantListen
 from agentic_rag.security.principal import LOCAL
 from agentic_rag.skills import SkillRegistry
+from agentic_rag.storage.pool import Pool
 from agentic_rag.tasks.service import TaskService
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class LocalEngine(Protocol):
     @property
     def knowledge(self) -> "KnowledgeService | None": ...
     @property
-    def database(self) -> asyncpg.Pool: ...
+    def database(self) -> Pool: ...
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
 

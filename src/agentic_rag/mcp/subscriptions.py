@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-import asyncpg
 import mcp.types as types
 import orjson
 from mcp.server.context import CallNext, HandlerResult
@@ -39,6 +38,7 @@ from agentic_rag.knowledge.store.documents import DOCUMENTS_CHANNEL
 from agentic_rag.mcp.access import Context, PrincipalFor, require
 from agentic_rag.mcp.resources import document_id_of, document_uri
 from agentic_rag.skills import SkillError
+from agentic_rag.storage.pool import Pool
 
 if TYPE_CHECKING:
     from agentic_rag.knowledge.service import KnowledgeService
@@ -60,7 +60,7 @@ class DocumentChanges:
         self._consumers = consumers
 
     @asynccontextmanager
-    async def listening(self, pool: asyncpg.Pool) -> AsyncIterator[None]:
+    async def listening(self, pool: Pool) -> AsyncIterator[None]:
         """Listen on a connection of `pool` until the block ends."""
         changes, taken = anyio.create_memory_object_stream[dict[str, Any]](BACKLOG)
 

@@ -1,7 +1,5 @@
 """The delegation side of the agent network, built from settings by the engine."""
 
-import asyncpg
-
 from agentic_rag.config import Settings
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint
@@ -12,6 +10,7 @@ from agentic_rag.network.peer_client import Backoff, peer_http
 from agentic_rag.network.plan_store import PlanStore
 from agentic_rag.network.service import Network
 from agentic_rag.skills import SkillRegistry
+from agentic_rag.storage.pool import Pool
 from agentic_rag.tasks.service import TaskService
 
 
@@ -22,7 +21,7 @@ class Delegating:
     def __init__(
         self,
         settings: Settings,
-        pool: asyncpg.Pool,
+        pool: Pool,
         network: Network,
         registry: SkillRegistry,
         tasks: TaskService,

@@ -12,6 +12,8 @@ from typing import Any, Literal
 import asyncpg
 import orjson
 
+from agentic_rag.storage.pool import Pool
+
 DelegationState = Literal["placing", "following", "completed", "failed", "canceled"]
 SETTLED: frozenset[str] = frozenset({"completed", "failed", "canceled"})
 
@@ -40,7 +42,7 @@ class Delegation:
 
 
 class DelegationStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
     async def open(

@@ -11,6 +11,8 @@ from typing import Any, Literal
 import asyncpg
 import orjson
 
+from agentic_rag.storage.pool import Pool
+
 StepState = Literal["pending", "running", "completed", "failed", "canceled"]
 PlanState = Literal["running", "completed", "failed", "canceled"]
 
@@ -35,7 +37,7 @@ class StoredPlan:
 
 
 class PlanStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
     async def get(self, tenant: str, plan_id: str) -> StoredPlan | None:

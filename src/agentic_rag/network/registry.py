@@ -15,6 +15,7 @@ import orjson
 from agentic_rag.ids import new_id
 from agentic_rag.network.cards import PeerDescription
 from agentic_rag.network.peers import HealthStatus, Peer, PeerSkill
+from agentic_rag.storage.pool import Pool
 
 _COLUMNS = (
     "tenant, id, name, endpoint, protocol_version, card, card_url, skills, security, health, "
@@ -28,7 +29,7 @@ _ORDER = (
 
 
 class PeerRegistry:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
     async def register(

@@ -1,7 +1,5 @@
 """The registry side of the agent network, built from settings and started with the engine."""
 
-import asyncpg
-
 from agentic_rag.config import Settings
 from agentic_rag.network.cards import CardFetcher
 from agentic_rag.network.credentials import PeerCredentials
@@ -10,12 +8,13 @@ from agentic_rag.network.registration import Registrar
 from agentic_rag.network.registry import PeerRegistry
 from agentic_rag.network.sessions import SessionStore
 from agentic_rag.security.ssrf import SSRFGuard
+from agentic_rag.storage.pool import Pool
 
 
 class Network:
     """The registry side of the agent network: peers, registration, health, sessions."""
 
-    def __init__(self, settings: Settings, pool: asyncpg.Pool) -> None:
+    def __init__(self, settings: Settings, pool: Pool) -> None:
         self.guard = SSRFGuard(settings.peers_allow_private)  # every URL of a peer passes it
         self.credentials = PeerCredentials(settings.peer_credentials)  # sent to peers' origins
         self._cards = CardFetcher(self.guard, self.credentials)

@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-import asyncpg
-
 from agentic_rag.ids import new_id
 from agentic_rag.schema.compat import SendParams
 from agentic_rag.security.principal import Principal
+from agentic_rag.storage.pool import Pool
 
 # The first key of the advisory lock that serialises the opening of a tenant's sessions: "agss".
 _OPEN_LOCK_CLASS = 0x61677373
@@ -106,7 +105,7 @@ class _Entries:
     """Group write of session entries: the messages that arrive within a few loop turns of the
     first share one `_ENTER` statement, and each caller returns once its entry is durable."""
 
-    def __init__(self, pool: asyncpg.Pool, idle_seconds: float) -> None:
+    def __init__(self, pool: Pool, idle_seconds: float) -> None:
         self._pool, self._idle_seconds = pool, idle_seconds
         self._pending: list[tuple[Entry, asyncio.Future[None]]] = []
         self._writer: asyncio.Task[None] | None = None
@@ -159,7 +158,7 @@ class Admission:
 
 
 class SessionStore:
-    def __init__(self, pool: asyncpg.Pool, *, idle_seconds: float, limit: int | None) -> None:
+    def __init__(self, pool: Pool, *, idle_seconds: float, limit: int | None) -> None:
         self._pool = pool
         self.idle_seconds, self.limit = idle_seconds, limit
         self._entries = _Entries(pool, idle_seconds)

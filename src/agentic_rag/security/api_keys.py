@@ -16,6 +16,7 @@ from datetime import datetime
 import asyncpg
 
 from agentic_rag.security.principal import ALL_SCOPES, Principal
+from agentic_rag.storage.pool import Pool
 
 PREFIX = "ar"
 CACHE_SECONDS = 5.0  # how long a verified key is trusted without asking the database again
@@ -65,7 +66,7 @@ def check_tenant(tenant: str) -> None:
 
 
 class ApiKeyStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: Pool) -> None:
         self._pool = pool
         # key id -> (when verified, secret hash, principal)
         self._verified: dict[str, tuple[float, bytes, Principal]] = {}

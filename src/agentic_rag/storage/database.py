@@ -12,6 +12,7 @@ from asyncpg.pool import PoolAcquireContext
 
 from agentic_rag.config import Settings
 from agentic_rag.storage.embedded import EmbeddedPostgres
+from agentic_rag.storage.pool import Pool
 from agentic_rag.storage.postgres import connect
 
 
@@ -23,7 +24,7 @@ def embedded_postgres(settings: Settings) -> EmbeddedPostgres:
 
 
 @asynccontextmanager
-async def open_database(settings: Settings, *, size: int = 2) -> AsyncIterator[asyncpg.Pool]:
+async def open_database(settings: Settings, *, size: int = 2) -> AsyncIterator[Pool]:
     """The settings' database, started for as long as the block runs."""
     database = Database(settings, size=size)
     await database.start()
@@ -37,20 +38,16 @@ class DatabaseNotStarted(RuntimeError):
     pass
 
 
-class Database(asyncpg.Pool):
-    """The settings' database as a pool from construction on; `start` connects it.
+class Database:
+    """The settings' database as a `Pool` from construction on; `start` connects it.
 
     The composition root builds every store on it before the database exists (the embedded
-    server's port is known once it runs). It is a `Pool` because the stores are written
-    against asyncpg's pool: it answers the pool methods they use (`acquire`, `execute`,
-    `executemany`, `fetch`, `fetchrow`, `fetchval`) with the pool `start` opens, after the
-    migrations. Used before `start` (or after `stop`) it says so.
+    server's port is known once it runs). It answers the pool methods the stores use
+    (storage/pool.py) with the pool `start` opens, after the migrations. Used before `start`
+    (or after `stop`) it says so.
     """
 
-    __slots__ = ("_dsn", "_opened", "_settings", "_size", "_stack")
-
     def __init__(self, settings: Settings, *, size: int) -> None:
-        # No Pool.__init__: the pool asyncpg opens at start does the work; this one hands on.
         self._settings, self._size = settings, size
         self._opened: asyncpg.Pool | None = None
         self._stack = AsyncExitStack()
@@ -88,26 +85,23 @@ class Database(asyncpg.Pool):
             raise DatabaseNotStarted("the database is not started (the engine starts it)")
         return self._opened
 
-    # asyncpg's own options (timeout, column, record_class) pass through as they are, and the
-    # rows come back as asyncpg's overloads type them.
+    def acquire(self) -> PoolAcquireContext:
+        return self._pool.acquire()
 
-    def acquire(self, **options: Any) -> PoolAcquireContext:
-        return self._pool.acquire(**options)
+    async def execute(self, query: str, *args: object) -> str:
+        return await self._pool.execute(query, *args)
 
-    async def execute(self, query: str, *args: object, **options: Any) -> str:
-        return await self._pool.execute(query, *args, **options)
+    async def executemany(self, command: str, args: object) -> None:
+        await self._pool.executemany(command, args)
 
-    async def executemany(self, command: str, args: object, **options: Any) -> None:
-        await self._pool.executemany(command, args, **options)
+    async def fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
+        return await self._pool.fetch(query, *args)
 
-    async def fetch(self, query: str, *args: object, **options: Any) -> Any:
-        return await self._pool.fetch(query, *args, **options)
+    async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
+        return await self._pool.fetchrow(query, *args)
 
-    async def fetchrow(self, query: str, *args: object, **options: Any) -> Any:
-        return await self._pool.fetchrow(query, *args, **options)
-
-    async def fetchval(self, query: str, *args: object, **options: Any) -> Any:
-        return await self._pool.fetchval(query, *args, **options)
+    async def fetchval(self, query: str, *args: object) -> Any:
+        return await self._pool.fetchval(query, *args)
 
     async def close(self) -> None:
         await self.stop()

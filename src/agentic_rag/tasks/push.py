@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
-import asyncpg
 import httpx
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -35,6 +34,7 @@ from agentic_rag.ids import new_id
 from agentic_rag.schema.a2a import Task
 from agentic_rag.schema.compat import PushConfig
 from agentic_rag.security.ssrf import SSRFGuard, UnsafeURLError
+from agentic_rag.storage.pool import Pool
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class SigningKeys:
     """The keys that sign push notifications, newest first; the newest signs. Built on the
     database before it starts; `load` reads them (the engine's start)."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: Pool) -> None:
         self._pool = pool
         self._keys: tuple[_Key, ...] = ()
 

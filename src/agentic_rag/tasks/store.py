@@ -14,6 +14,7 @@ import orjson
 from agentic_rag.schema.a2a import Task
 from agentic_rag.schema.compat import PushConfig
 from agentic_rag.storage.cluster import TASK_EVENTS_CHANNEL
+from agentic_rag.storage.pool import Pool
 
 # Every commit of task events notifies TASK_EVENTS_CHANNEL with the JSON list of [tenant,
 # task id] it wrote, so that other workers following those tasks read on.
@@ -148,7 +149,7 @@ class TaskQuery:
 class TaskStore:
     """The tasks of every tenant, written by `worker` (None: no worker, as in tests)."""
 
-    def __init__(self, pool: asyncpg.Pool, worker: int | None = None) -> None:
+    def __init__(self, pool: Pool, worker: int | None = None) -> None:
         self._pool, self.worker = pool, worker
 
     async def get(self, tenant: str, task_id: str) -> StoredTask | None:

@@ -25,11 +25,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-import asyncpg
 import httpx
 
 from agentic_rag.knowledge.documents import ExtractedDocument, Section
 from agentic_rag.knowledge.sources.html_page import HTML_TYPES
+from agentic_rag.storage.pool import Pool
 
 MIN_PAGES = 3
 MIN_SHARE = 0.8
@@ -105,7 +105,7 @@ def _emptied(sections: Sequence[Section], dropped: list[bool], index: int) -> bo
 class SiteBlocks:
     """The `site_blocks` table."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
     async def record(self, tenant: str, site: str, uri: str, keys: Sequence[bytes]) -> SiteCounts:

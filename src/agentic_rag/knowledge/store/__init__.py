@@ -3,12 +3,11 @@
 Every method takes the tenant and every statement filters by it.
 """
 
-import asyncpg
-
 from agentic_rag.knowledge.store.documents import Documents
 from agentic_rag.knowledge.store.search import EXACT_SEARCH_MAX_CHUNKS, Search
 from agentic_rag.knowledge.store.sources import Sources
 from agentic_rag.knowledge.store.spaces import Spaces
+from agentic_rag.storage.pool import Pool
 
 
 class KnowledgeStore(Spaces, Sources, Documents, Search):
@@ -17,7 +16,7 @@ class KnowledgeStore(Spaces, Sources, Documents, Search):
     search legs (search.py); the lexicon (lexicon.py) changes inside the document writes."""
 
     def __init__(
-        self, pool: asyncpg.Pool, *, exact_search_max_chunks: int = EXACT_SEARCH_MAX_CHUNKS
+        self, pool: Pool, *, exact_search_max_chunks: int = EXACT_SEARCH_MAX_CHUNKS
     ) -> None:
         self._pool = pool
         self._exact_max = exact_search_max_chunks

@@ -21,6 +21,7 @@ from agentic_rag.knowledge.store.connection import Connection
 from agentic_rag.knowledge.store.lexicon import LEXICON_LOCK, forget_terms, learn_terms, lexemes
 from agentic_rag.knowledge.store.sources import SourceRef, source_id_of
 from agentic_rag.knowledge.store.spaces import EMBEDDING_COLUMNS, Space, UnknownSpace
+from agentic_rag.storage.pool import Pool
 
 # Each commit that creates, changes or deletes a document notifies this channel, once per
 # document, with {"tenant", "id", "change"}, so that every worker's MCP subscribers hear of a
@@ -82,7 +83,7 @@ class Documents:
     and a page found under another source (its URL, or the canonical URL it names) is that
     source's too. A source exists once it holds a document."""
 
-    _pool: asyncpg.Pool
+    _pool: Pool
 
     async def find_document(self, tenant: str, source_id: str, uri: str) -> StoredDocument | None:
         """The document `source_id` holds at `uri` (the URL or name it reached it by)."""

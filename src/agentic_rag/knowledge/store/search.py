@@ -15,6 +15,7 @@ from agentic_rag.knowledge import bm25
 from agentic_rag.knowledge.store.connection import Connection
 from agentic_rag.knowledge.store.lexicon import lexemes
 from agentic_rag.knowledge.store.spaces import Space
+from agentic_rag.storage.pool import Pool
 
 # Tenants with at most this many chunks are searched exactly: an HNSW scan filtered by tenant
 # loses results when the tenant holds a small share of the index (KNOWLEDGE-NOTES), and an
@@ -88,7 +89,7 @@ class Hit:
 class Search:
     """The two legs of a hybrid search, and the chunks and vectors their results name."""
 
-    _pool: asyncpg.Pool
+    _pool: Pool
     _exact_max: int
 
     async def dense(

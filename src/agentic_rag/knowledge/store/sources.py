@@ -5,11 +5,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import asyncpg
 import orjson
 
 from agentic_rag.ids import new_id
 from agentic_rag.knowledge.store.connection import Connection
+from agentic_rag.storage.pool import Pool
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class SourceRef:
 class Sources:
     """The knowledge_sources rows: a source is found by its kind and URI."""
 
-    _pool: asyncpg.Pool
+    _pool: Pool
 
     async def upsert_source(
         self, tenant: str, kind: str, uri: str, title: str, metadata: dict[str, Any]
@@ -80,7 +80,7 @@ class Sources:
         ]
 
 
-async def _upsert(executor: "Connection | asyncpg.Pool", tenant: str, source: SourceRef) -> str:
+async def _upsert(executor: "Connection | Pool", tenant: str, source: SourceRef) -> str:
     row = await executor.fetchrow(
         "INSERT INTO knowledge_sources (tenant, id, kind, uri, title, metadata) "
         "VALUES ($1, $2, $3, $4, $5, $6::jsonb) "

@@ -11,6 +11,7 @@ from agentic_rag.knowledge.chunking import EMBEDDING_RECIPE
 from agentic_rag.knowledge.errors import EmbeddingModelMismatch
 from agentic_rag.knowledge.store.connection import Connection
 from agentic_rag.knowledge.store.lexicon import LEXICON_LOCK
+from agentic_rag.storage.pool import Pool
 
 # The memory a re-embedding's HNSW index is built with.
 HNSW_BUILD_MEMORY = "3GB"
@@ -65,7 +66,7 @@ class ChunkToEmbed:
 class Spaces:
     """The embedding spaces and the vectors a re-embedding adds to one."""
 
-    _pool: asyncpg.Pool
+    _pool: Pool
 
     async def active_space(self) -> Space | None:
         row = await self._pool.fetchrow(
