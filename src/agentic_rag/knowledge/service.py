@@ -158,11 +158,11 @@ class KnowledgeService:
         self._stack = AsyncExitStack()
 
     async def start(self) -> None:
+        if self.llm is not None:
+            self._stack.push_async_callback(self.llm.aclose)
         self._stack.push_async_callback(self.embedder.aclose)
         await self.embedder.start()
         await self.active.open()
-        if self.llm is not None:
-            self._stack.push_async_callback(self.llm.aclose)
 
     async def stop(self) -> None:
         await self._stack.aclose()
