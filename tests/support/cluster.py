@@ -121,7 +121,11 @@ class FalkorServer:
         self._process = subprocess.Popen(
             [str(server), *arguments], cwd=self.directory, stdin=subprocess.DEVNULL
         )
-        wait_for("FalkorDB answers", self._answers, 60, self._log())
+        try:
+            wait_for("FalkorDB answers", self._answers, 60, self._log())
+        except BaseException:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         process, self._process = self._process, None
@@ -241,8 +245,12 @@ class Cluster:
         self.replicas = [
             Replica(name, root / name, environment) for name in ("replica-a", "replica-b")
         ]
-        for replica in self.replicas:
-            replica.start()
+        try:
+            for replica in self.replicas:
+                replica.start()
+        except BaseException:
+            self.close()  # what did start
+            raise
 
     def logs(self) -> str:
         return "\n".join(replica.log() for replica in self.replicas)
