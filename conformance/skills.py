@@ -6,18 +6,30 @@
   completes with "heard: " and that message's text
 - `fail`: ends `failed` with a reason
 - anything else: echoed back in a completed task, after the configured echo delay
+
+A message whose id starts with one of the A2A 1.0 test kit's prefixes (`tck-complete-task`,
+`tck-artifact-file`, ...: shared/spec/a2a-1.0-tck/scenarios/*.feature) plays that scenario
+whatever its text (`TCK_SCENARIOS`); the first message of the task names it.
 """
 
 import asyncio
 import os
 import re
+from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel, Field
 from starlette.applications import Starlette
 
 from agentic_rag.app import build_app
 from agentic_rag.config import Settings
-from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
+from agentic_rag.skills import (
+    DataResult,
+    FileResult,
+    SkillContext,
+    SkillError,
+    SkillRegistry,
+    SkillRejected,
+)
 from agentic_rag.skills.help import add_help
 
 # run-sut hands --echo-delay to its worker processes in this environment variable.
@@ -25,6 +37,9 @@ ECHO_DELAY_VARIABLE = "RUN_SUT_ECHO_DELAY"
 
 LISTEN_SECONDS = 30.0
 LISTEN_POLL = 0.02
+
+# The 1.0 kit's long-running scenario waits twice its streaming timeout before completing.
+RESUBSCRIBE_SECONDS = 10.0
 
 TASK = re.compile(r"^\s*task(?:\s+(\d+))?(?:\s+(\d+))?\s*$", re.IGNORECASE)
 
@@ -35,6 +50,79 @@ class ScriptInput(BaseModel):
 
 class ScriptOutput(BaseModel):
     text: str
+
+
+type Scenario = Callable[[SkillContext], Awaitable[ScriptOutput]]
+
+
+async def _complete(ctx: SkillContext) -> ScriptOutput:
+    return ScriptOutput(text="Hello from TCK")
+
+
+async def _input_required(ctx: SkillContext) -> ScriptOutput:
+    # Asked again on every follow-up until one whose id says to complete.
+    if not ctx.message_ids[-1].startswith("tck-complete-task"):
+        ctx.ask("Waiting for input: reply with a message whose id starts tck-complete-task.")
+    return ScriptOutput(text="Hello from TCK")
+
+
+def _attaching(*parts: str | FileResult | DataResult, done: str) -> Scenario:
+    async def scenario(ctx: SkillContext) -> ScriptOutput:
+        await ctx.attach(*parts, name="tck-artifact")
+        return ScriptOutput(text=done)
+
+    return scenario
+
+
+async def _reject(ctx: SkillContext) -> ScriptOutput:
+    raise SkillRejected("rejected")
+
+
+async def _chunked(ctx: SkillContext) -> ScriptOutput:
+    await ctx.partial("chunk-1 ", artifact_id="tck-chunked")
+    await ctx.partial("chunk-2", artifact_id="tck-chunked", last_chunk=True)
+    return ScriptOutput(text="streamed in chunks")
+
+
+async def _long_running(ctx: SkillContext) -> ScriptOutput:
+    await asyncio.sleep(RESUBSCRIBE_SECONDS)
+    return ScriptOutput(text="done after a long while")
+
+
+OUTPUT_FILE = FileResult(name="output.txt", media_type="text/plain", content=b"Generated file")
+OUTPUT_URL = FileResult(
+    name="output.txt", media_type="text/plain", url="https://example.com/output.txt"
+)
+
+# Message id prefix -> scenario; a longer prefix comes before a shorter one it starts with.
+TCK_SCENARIOS: tuple[tuple[str, Scenario], ...] = (
+    ("tck-complete-task", _complete),
+    ("tck-input-required", _input_required),
+    ("tck-artifact-text", _attaching("Generated text content", done="text attached")),
+    ("tck-artifact-file-url", _attaching(OUTPUT_URL, done="file url attached")),
+    ("tck-artifact-file", _attaching(OUTPUT_FILE, done="file attached")),
+    (
+        "tck-artifact-data",
+        _attaching(DataResult({"key": "value", "count": 42}), done="data attached"),
+    ),
+    # A2A 1.0 lets SendMessage answer with a Message alone; the engine always makes a task,
+    # so this one completes a task with the text.
+    ("tck-message-response", _attaching("Direct message response", done="Direct message response")),
+    ("tck-reject-task", _reject),
+    ("tck-stream-001", _attaching("Stream hello from TCK", done="streamed")),
+    ("tck-stream-002", _complete),
+    ("tck-stream-003", _attaching("Stream task lifecycle", done="streamed")),
+    ("tck-stream-ordering-001", _attaching("Ordered output", done="streamed")),
+    ("tck-stream-artifact-text", _attaching("Streamed text content", done="streamed")),
+    ("tck-stream-artifact-file", _attaching(OUTPUT_FILE, done="streamed")),
+    ("tck-stream-artifact-chunked", _chunked),
+    ("test-resubscribe-message-id", _long_running),
+)
+
+
+def tck_scenario(message_id: str) -> Scenario | None:
+    """The 1.0 kit's scenario a message id names, if it names one."""
+    return next((s for prefix, s in TCK_SCENARIOS if message_id.startswith(prefix)), None)
 
 
 def conformance_registry(echo_delay: float = 0.0) -> SkillRegistry:
@@ -51,6 +139,8 @@ def conformance_registry(echo_delay: float = 0.0) -> SkillRegistry:
         default=True,
     )
     async def script(ctx: SkillContext, args: ScriptInput) -> ScriptOutput:
+        if ctx.message_ids and (scenario := tck_scenario(ctx.message_ids[0])) is not None:
+            return await scenario(ctx)
         text = args.text.strip()
         if match := TASK.match(text):
             updates, delay = int(match[1] or 0), int(match[2] or 0)

@@ -5,7 +5,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
 
 from agentic_rag.mcp.client_log import ClientLog, Level
-from agentic_rag.skills import InputRequired
+from agentic_rag.skills import InputRequired, ResultPart
 
 # (progress, total, message): what `ServerSession.report_progress` takes.
 ReportProgress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -59,11 +59,20 @@ class McpSkillContext:
     def texts(self) -> list[str]:
         return list(self._texts)
 
+    @property
+    def message_ids(self) -> list[str]:
+        return []  # a tool call's arguments are no messages
+
     async def progress(self, text: str) -> None:
         await self._steps.step(text)
 
     async def partial(self, text: str, *, artifact_id: str, last_chunk: bool = False) -> None:
         await self._steps.step(text)
+
+    async def attach(self, *parts: ResultPart, name: str | None = None) -> None:
+        # The tool's one result is its output; an attached result is told as a step.
+        described = [p if isinstance(p, str) else repr(p) for p in parts]
+        await self._steps.step(f"{name or 'result'}: {'; '.join(described)}")
 
     def ask(self, question: str, missing: Sequence[str] = ()) -> NoReturn:
         raise InputRequired(question, missing)

@@ -1,11 +1,25 @@
 """Skills: defined once, served over A2A, MCP and the CLI."""
 
 from agentic_rag.skills.registry import (
+    DataResult,
+    FileResult,
     InputRequired,
+    ResultPart,
     Skill,
     SkillContext,
     SkillError,
     SkillRegistry,
+    SkillRejected,
 )
 
-__all__ = ["InputRequired", "Skill", "SkillContext", "SkillError", "SkillRegistry"]
+__all__ = [
+    "DataResult",
+    "FileResult",
+    "InputRequired",
+    "ResultPart",
+    "Skill",
+    "SkillContext",
+    "SkillError",
+    "SkillRegistry",
+    "SkillRejected",
+]

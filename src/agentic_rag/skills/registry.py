@@ -25,6 +25,11 @@ class SkillError(Exception):
     """A failure the caller should read: the task ends `failed` with this message."""
 
 
+class SkillRejected(SkillError):
+    """The skill refuses the task outright (not a failure while doing it): the task ends
+    `rejected` with this message."""
+
+
 class InputRequired(Exception):
     """Raised by `SkillContext.ask`: the task pauses in `input-required` with this question.
 
@@ -36,6 +41,31 @@ class InputRequired(Exception):
         super().__init__(question)
         self.question = question
         self.missing = tuple(missing)
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """A file a skill hands back beside its output: its bytes, or a URL where it is."""
+
+    name: str
+    media_type: str
+    content: bytes | None = None
+    url: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.content is None) == (self.url is None):
+            raise ValueError(f"file result {self.name!r} needs either content or a url")
+
+
+@dataclass(frozen=True)
+class DataResult:
+    """Structured data a skill hands back beside its output."""
+
+    data: dict[str, Any]
+
+
+# One part of a result a skill attaches: text, a file, or data.
+type ResultPart = str | FileResult | DataResult
 
 
 class SkillContext(Protocol):
@@ -57,12 +87,22 @@ class SkillContext(Protocol):
         """The text of every message the caller sent on this task, oldest first."""
         ...
 
+    @property
+    def message_ids(self) -> list[str]:
+        """The id of every message the caller sent on this task, oldest first (as `texts`);
+        empty where the protocol has no message ids (MCP)."""
+        ...
+
     async def progress(self, text: str) -> None:
         """Report progress (A2A: a `working` status update; MCP: a progress notification)."""
         ...
 
     async def partial(self, text: str, *, artifact_id: str, last_chunk: bool = False) -> None:
         """Stream a partial text result; chunks with one `artifact_id` append to each other."""
+        ...
+
+    async def attach(self, *parts: ResultPart, name: str | None = None) -> None:
+        """Hand back a result beside the output (A2A: an artifact of these parts)."""
         ...
 
     def ask(self, question: str, missing: Sequence[str] = ()) -> NoReturn:

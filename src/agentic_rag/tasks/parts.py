@@ -1,11 +1,15 @@
 """Reading and making the task record's parts, messages and logged events (A2A 0.2.1
 shapes: the stored format)."""
 
+import base64
 from typing import Any
 
 from agentic_rag.ids import new_id
 from agentic_rag.schema.a2a import (
     DataPart,
+    FilePart,
+    FileWithBytes,
+    FileWithUri,
     Message,
     Part,
     Role,
@@ -13,6 +17,7 @@ from agentic_rag.schema.a2a import (
     TaskStatusUpdateEvent,
     TextPart,
 )
+from agentic_rag.skills import DataResult, FileResult, ResultPart
 from agentic_rag.tasks import states
 from agentic_rag.tasks.store import Event
 
@@ -31,6 +36,23 @@ def data_part(data: dict[str, Any]) -> Part:
     return Part.model_construct(DataPart.model_construct(kind="data", data=data))
 
 
+def result_part(part: ResultPart) -> Part:
+    """A part of a result a skill attached (`SkillContext.attach`), as the record keeps it."""
+    if isinstance(part, str):
+        return text_part(part)
+    if isinstance(part, DataResult):
+        return Part(DataPart(kind="data", data=part.data))
+    return Part(FilePart(kind="file", file=_file(part)))
+
+
+def _file(part: FileResult) -> FileWithBytes | FileWithUri:
+    if part.content is not None:
+        content = base64.b64encode(part.content).decode("ascii")
+        return FileWithBytes(bytes=content, mimeType=part.media_type, name=part.name)
+    assert part.url is not None  # FileResult holds one of the two
+    return FileWithUri(uri=part.url, mimeType=part.media_type, name=part.name)
+
+
 def agent_text(text: str, task: Task) -> Message:
     return Message(
         role=Role.agent,
@@ -42,8 +64,18 @@ def agent_text(text: str, task: Task) -> Message:
     )
 
 
-def has_message(task: Task, message_id: str) -> bool:
-    return any(m.message_id == message_id for m in task.history or [])
+def has_message(task: Task, message: Message) -> bool:
+    """Whether `message` is a retry of one the task has: the same id and the same parts (a
+    message that reuses an id with other parts is a new message)."""
+    return any(
+        m.message_id == message.message_id and _same_parts(m, message) for m in task.history or []
+    )
+
+
+def _same_parts(one: Message, other: Message) -> bool:
+    return [p.model_dump(mode="json", exclude_none=True) for p in one.parts] == [
+        p.model_dump(mode="json", exclude_none=True) for p in other.parts
+    ]
 
 
 def with_history(task: Task, history_length: int | None) -> Task:

@@ -76,7 +76,7 @@ class Relay:
                 changed.clear()
                 current = await self._store.get(tenant, task_id)
                 assert current is not None  # tasks are never deleted
-                if has_message(current.task, message.message_id):
+                if has_message(current.task, message):
                     return current
                 if current.task.status.state not in states.IN_PROGRESS or here():
                     raise TaskConflict(f"task {task_id} moved on before it took the message")

@@ -12,11 +12,11 @@ from agentic_rag.schema.a2a import (
     TaskArtifactUpdateEvent,
     TaskState,
 )
-from agentic_rag.skills import InputRequired, SkillError
+from agentic_rag.skills import InputRequired, ResultPart, SkillError, SkillRejected
 from agentic_rag.skills.metering import SkillCall
 from agentic_rag.tasks import states
 from agentic_rag.tasks.active import ActiveTask, ActiveTasks
-from agentic_rag.tasks.parts import agent_text, data_part, text_of, text_part
+from agentic_rag.tasks.parts import agent_text, data_part, result_part, text_of, text_part
 from agentic_rag.tasks.service import TaskService
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,10 @@ class TaskSkillContext:
     def texts(self) -> list[str]:
         return [text_of(m) for m in self._active.task.history or [] if m.role is Role.user]
 
+    @property
+    def message_ids(self) -> list[str]:
+        return [m.message_id for m in self._active.task.history or [] if m.role is Role.user]
+
     async def progress(self, text: str) -> None:
         task = self._active.task
         self._service.emit(
@@ -54,6 +58,14 @@ class TaskSkillContext:
     async def partial(self, text: str, *, artifact_id: str, last_chunk: bool = False) -> None:
         append = artifact_id in self._artifacts_started
         self._artifacts_started.add(artifact_id)
+        artifact = Artifact(artifact_id=artifact_id, parts=[text_part(text)])
+        self._emit_artifact(artifact, append=append, last_chunk=last_chunk)
+
+    async def attach(self, *parts: ResultPart, name: str | None = None) -> None:
+        artifact = Artifact(artifact_id=new_id(), name=name, parts=[result_part(p) for p in parts])
+        self._emit_artifact(artifact, append=False, last_chunk=True)
+
+    def _emit_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
         task = self._active.task
         self._service.emit(
             self._active,
@@ -61,7 +73,7 @@ class TaskSkillContext:
                 task_id=task.id,
                 context_id=task.context_id,
                 kind="artifact-update",
-                artifact=Artifact(artifact_id=artifact_id, parts=[text_part(text)]),
+                artifact=artifact,
                 append=append,
                 last_chunk=last_chunk,
             ),
@@ -153,6 +165,8 @@ class Runner:
             )
         except InputRequired as question:
             final = self._end(active, TaskState.input_required, question.question)
+        except SkillRejected as refusal:
+            final = self._end(active, TaskState.rejected, str(refusal))
         except SkillError as error:
             final = self._end(active, TaskState.failed, str(error))
         except asyncio.CancelledError:

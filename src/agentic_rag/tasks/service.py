@@ -242,7 +242,7 @@ class TaskService:
             raise TaskRequestError(
                 f"task {task.id} belongs to context {task.context_id}, not {message.context_id}"
             )
-        if has_message(task, message.message_id):
+        if has_message(task, message):
             # A retry of a message the task already has: answer with the task as it is.
             return self._accepted(active, follow=reply != "created")
         state = task.status.state
@@ -324,7 +324,7 @@ class TaskService:
             return  # it settled meanwhile: the other worker sees that and decides again
         message = Message.model_validate_json(raw)
         task = active.task
-        if task.status.state in states.IN_PROGRESS and not has_message(task, message.message_id):
+        if task.status.state in states.IN_PROGRESS and not has_message(task, message):
             self.emit(active, message)
 
     async def _follow_up(

@@ -28,8 +28,17 @@ TAKES_MESSAGES: frozenset[TaskState] = PAUSED | IN_PROGRESS
 
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     S.submitted: frozenset({S.working, S.canceled, S.failed, S.rejected}),
+    # working -> rejected: a skill may refuse a task once it has read it (SkillRejected).
     S.working: frozenset(
-        {S.working, S.input_required, S.auth_required, S.completed, S.canceled, S.failed}
+        {
+            S.working,
+            S.input_required,
+            S.auth_required,
+            S.completed,
+            S.canceled,
+            S.failed,
+            S.rejected,
+        }
     ),
     S.input_required: frozenset({S.working, S.canceled, S.failed}),
     S.auth_required: frozenset({S.working, S.canceled, S.failed}),

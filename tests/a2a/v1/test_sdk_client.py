@@ -5,7 +5,6 @@ read over 0.2.1."""
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -36,8 +35,6 @@ from a2a.utils.errors import (
 
 from tests.support.live import LiveServer
 
-BINDINGS = ["JSONRPC", "HTTP+JSON"]
-
 
 def request(
     text: str,
@@ -62,26 +59,6 @@ def request(
 
 async def collect(client: Client, send: SendMessageRequest) -> list[StreamResponse]:
     return [response async for response in client.send_message(send)]
-
-
-@pytest.fixture(params=BINDINGS)
-def binding(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture
-async def client(sut: LiveServer, binding: str) -> AsyncIterator[Client]:
-    config = ClientConfig(streaming=False, supported_protocol_bindings=[binding])
-    async with await create_client(sut.url, client_config=config) as c:
-        yield c
-
-
-@pytest.fixture
-async def streaming(sut: LiveServer, binding: str) -> AsyncIterator[Client]:
-    config = ClientConfig(streaming=True, supported_protocol_bindings=[binding])
-    async with await create_client(sut.url, client_config=config) as c:
-        yield c
 
 
 async def test_the_card_offers_1_0_first_and_the_client_speaks_1_0(
