@@ -19,6 +19,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Literal
 
 from agentic_rag.a2a.invocation import call_reader
+from agentic_rag.a2a.v1 import wire as v1_wire
 from agentic_rag.config import Settings, keys_create_command
 from agentic_rag.graph.skills import add_graph_skills
 from agentic_rag.llm.configured import ConfiguredChat
@@ -103,6 +104,7 @@ class Engine:
             issuer=settings.base_url(),
             max_attempts=settings.push_max_attempts,
             timeout=settings.push_timeout_seconds,
+            stream_response=v1_wire.push_body,
         )
         work = ActiveTasks(LocalWorkQueue())
         self.tasks = TaskService(

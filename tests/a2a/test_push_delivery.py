@@ -7,20 +7,16 @@ from collections.abc import Iterator
 import httpx
 import jwt
 import pytest
-from starlette.applications import Starlette
-from starlette.routing import Route
 
-from tests.support.live import LiveServer, serve_in_thread
-from tests.support.push import Webhook
+from tests.support.live import LiveServer
+from tests.support.push import Webhook, served_webhook
 from tests.support.rpc import call, text_message
 
 
 @pytest.fixture
 def webhook() -> Iterator[tuple[Webhook, str]]:
-    hook = Webhook()
-    app = Starlette(routes=[Route("/hook", hook.hook, methods=["POST"])])
-    with serve_in_thread(app) as url:
-        yield hook, f"{url}/hook"
+    with served_webhook() as served:
+        yield served
 
 
 def test_webhook_gets_the_paused_and_the_final_task_signed(

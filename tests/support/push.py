@@ -1,10 +1,16 @@
 """A webhook for the push notification tests: it keeps what it is sent."""
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
+
+from tests.support.live import serve_in_thread
 
 
 class Webhook:
@@ -21,3 +27,12 @@ class Webhook:
             assert time.monotonic() < deadline, f"only {len(self.received)} notifications"
             time.sleep(0.05)
         return self.received
+
+
+@contextmanager
+def served_webhook() -> Iterator[tuple[Webhook, str]]:
+    """A webhook served in a background thread, and its URL."""
+    hook = Webhook()
+    app = Starlette(routes=[Route("/hook", hook.hook, methods=["POST"])])
+    with serve_in_thread(app) as url:
+        yield hook, f"{url}/hook"

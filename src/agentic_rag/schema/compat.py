@@ -5,14 +5,31 @@
 - A message has at least one part, and `historyLength` is not negative (our checks, §12.1).
 """
 
-from pydantic import Field, field_validator
+from typing import Literal
+
+from pydantic import Field, PrivateAttr, field_validator
 
 from agentic_rag.schema import a2a as schema
 from agentic_rag.schema.base import A2AModel
 
+# What a push notification's body is: the Task (0.2.1, 0.3) or a 1.0 StreamResponse.
+type PushBody = Literal["task", "stream-response"]
+
 
 class PushConfig(schema.PushNotificationConfig):
     id: str | None = None
+    # Set by the adapter that took the config, never by a client (so not a field).
+    _body: PushBody = PrivateAttr("task")
+
+    @property
+    def body(self) -> PushBody:
+        return self._body
+
+    def delivering(self, body: PushBody) -> "PushConfig":
+        """This config, its notifications' body `body`."""
+        config = self.model_copy()
+        config._body = body
+        return config
 
 
 class TaskPushConfig(schema.TaskPushNotificationConfig):

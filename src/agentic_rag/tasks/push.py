@@ -3,8 +3,11 @@ task's webhooks.
 
 Each notification carries `Authorization: Bearer <JWT>`, an ES256 token signed with a key from
 table `signing_keys` whose public half the server publishes as a JWKS, and the client's own token
-in `X-A2A-Notification-Token`. Webhook URLs pass the SSRF guard when they are set (shape) and
-again when each notification is sent (resolved addresses, docs/a2a-notes.md §12.9).
+in `X-A2A-Notification-Token`. A config set over A2A 1.0 (`PushConfig.body`) gets the body the
+adapter renders (a StreamResponse) and, when the client configured authentication, its scheme
+and credentials as the `Authorization` header instead of the JWT (1.0 spec §4.3.3, §13.2).
+Webhook URLs pass the SSRF guard when they are set (shape) and again when each notification is
+sent (resolved addresses, docs/a2a-notes.md §12.9).
 """
 
 import asyncio
@@ -13,7 +16,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -117,6 +120,9 @@ def validate_config(config: PushConfig, guard: SSRFGuard) -> None:
     _check_header_value("push notification token", config.token)
     if config.authentication is not None:
         _check_header_value("push notification credentials", config.authentication.credentials)
+        if config.body == "stream-response":  # 1.0 sends the scheme in the header too
+            for scheme in config.authentication.schemes[:1]:
+                _check_header_value("push notification scheme", scheme)
 
 
 class PushNotifier:
@@ -136,7 +142,10 @@ class PushNotifier:
         timeout: float = 10.0,
         backoff_base: float = 0.5,
         client: httpx.AsyncClient | None = None,
+        stream_response: Callable[[Task], bytes] | None = None,
     ) -> None:
+        """`stream_response` renders the body of configs set over 1.0 (a StreamResponse);
+        without it they get the Task, as 0.x configs do."""
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self._keys = keys
@@ -152,6 +161,7 @@ class PushNotifier:
             client if client is not None else httpx.AsyncClient(timeout=timeout, trust_env=False)
         )
         self._owns_client = client is None
+        self._stream_response = stream_response
         self._pending: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -161,13 +171,21 @@ class PushNotifier:
             log.warning("push for task %s dropped: the notifier is closed", task.id)
             return
         # Serialised now: the task object may change before the deliveries run.
-        body = task.model_dump_json(by_alias=True, exclude_none=True).encode()
+        bodies: dict[str, bytes] = {}
         for config in configs:
+            body = bodies.get(config.body)
+            if body is None:
+                body = bodies[config.body] = self._body(task, config)
             delivery = asyncio.create_task(
                 self._deliver(body, task.id, config), name=f"push task {task.id}"
             )
             self._pending.add(delivery)
             delivery.add_done_callback(self._pending.discard)
+
+    def _body(self, task: Task, config: PushConfig) -> bytes:
+        if config.body == "stream-response" and self._stream_response is not None:
+            return self._stream_response(task)
+        return task.model_dump_json(by_alias=True, exclude_none=True).encode()
 
     async def drain(self) -> None:
         """Wait until every delivery scheduled so far (and any they lead to) has finished."""
@@ -226,7 +244,7 @@ class PushNotifier:
                 task_id,
                 where,
                 type(exc).__name__,
-                _scrub(str(exc), config.token),
+                _scrub(str(exc), *_secrets(config)),
             )
 
     async def _attempt(self, body: bytes, task_id: str, config: PushConfig) -> None:
@@ -241,7 +259,10 @@ class PushNotifier:
                 "taskId": task_id,
             }
         )
-        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+        headers = {
+            "Content-Type": "application/json",
+            "Authorization": _authorization(config, token),
+        }
         if config.token:
             headers[TOKEN_HEADER] = config.token
         try:
@@ -261,11 +282,11 @@ class PushNotifier:
             httpx.NetworkError,
             httpx.RemoteProtocolError,
         ) as exc:
-            reason = _scrub(str(exc), config.token, token) or "timed out"
+            reason = _scrub(str(exc), *_secrets(config), token) or "timed out"
             raise _Retryable(f"{type(exc).__name__}: {reason}") from None
         except httpx.HTTPError as exc:
             raise _Rejected(
-                f"{type(exc).__name__}: {_scrub(str(exc), config.token, token)}"
+                f"{type(exc).__name__}: {_scrub(str(exc), *_secrets(config), token)}"
             ) from None
         status = response.status_code
         if 200 <= status < 300:
@@ -310,6 +331,17 @@ def _log_retry(state: RetryCallState, task_id: str, where: str) -> None:
     )
 
 
+def _authorization(config: PushConfig, jwt_token: str) -> str:
+    """The `Authorization` header: the scheme and credentials a 1.0 client configured, else
+    our signed JWT (0.x configs always: their `authentication` names what the webhook takes,
+    and the JWT is what we give it)."""
+    auth = config.authentication
+    if config.body == "stream-response" and auth is not None and auth.credentials:
+        scheme = auth.schemes[0] if auth.schemes else "Bearer"
+        return f"{scheme} {auth.credentials}"
+    return f"Bearer {jwt_token}"
+
+
 def _check_header_value(what: str, value: str | None) -> None:
     # The value goes into an HTTP header: CR or LF would let it inject headers of its own.
     if value is None:
@@ -318,6 +350,11 @@ def _check_header_value(what: str, value: str | None) -> None:
         raise ValueError(f"{what} must not contain CR or LF (it is sent as an HTTP header)")
     if not (value.isascii() and value.isprintable()):
         raise ValueError(f"{what} must be printable ASCII (it is sent as an HTTP header)")
+
+
+def _secrets(config: PushConfig) -> tuple[str | None, ...]:
+    auth = config.authentication
+    return (config.token, auth.credentials if auth is not None else None)
 
 
 def _scrub(text: str, *secrets: str | None) -> str:

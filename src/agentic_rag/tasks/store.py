@@ -282,7 +282,7 @@ class TaskStore:
             tenant,
             task_id,
             config.id,
-            config.model_dump_json(by_alias=True, exclude_none=True),
+            _stored_config(config),
         )
 
     async def push_configs(self, tenant: str, task_id: str) -> list[PushConfig]:
@@ -292,7 +292,7 @@ class TaskStore:
             tenant,
             task_id,
         )
-        return [PushConfig.model_validate_json(r["config"]) for r in rows]
+        return [_push_config(r["config"]) for r in rows]
 
     async def delete_push_config(self, tenant: str, task_id: str, config_id: str) -> None:
         await self._pool.execute(
@@ -301,3 +301,22 @@ class TaskStore:
             task_id,
             config_id,
         )
+
+
+# The key of a stored push config that says what its notifications carry when not the Task
+# (`PushConfig.body`): no wire model has it, and a config read back ignores it.
+_BODY = "agentic_rag.body"
+
+
+def _stored_config(config: PushConfig) -> str:
+    stored = config.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if config.body != "task":
+        stored[_BODY] = config.body
+    return orjson.dumps(stored).decode()
+
+
+def _push_config(stored: str) -> PushConfig:
+    record = orjson.loads(stored)
+    config = PushConfig.model_validate(record)
+    body = record.get(_BODY)
+    return config.delivering(body) if body == "stream-response" else config

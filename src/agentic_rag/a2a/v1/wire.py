@@ -9,7 +9,7 @@ import orjson
 from a2a.compat.v0_3 import conversions
 from a2a.compat.v0_3 import types as v03
 from a2a.types import a2a_pb2 as pb
-from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from google.protobuf.json_format import MessageToDict, MessageToJson, ParseDict, ParseError
 from google.protobuf.message import Message as ProtoMessage
 from pydantic import BaseModel, ValidationError
 
@@ -157,7 +157,7 @@ def send_params(request: pb.SendMessageRequest) -> SendParams:
         metadata=MessageToDict(request.metadata) if request.HasField("metadata") else None,
     )
     try:
-        return SendParams.model_validate(
+        send = SendParams.model_validate(
             compat.model_dump(mode="json", by_alias=True, exclude_none=True)
         )
     except ValidationError as exc:
@@ -165,6 +165,11 @@ def send_params(request: pb.SendMessageRequest) -> SendParams:
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
         )
         raise InvalidParamsError(f"Invalid parameters: {summary}") from None
+    config = send.configuration
+    if config is not None and config.push_notification_config is not None:
+        pushed = config.push_notification_config.delivering("stream-response")
+        config.push_notification_config = pushed
+    return send
 
 
 def push_config(config: pb.TaskPushNotificationConfig) -> PushConfig:
@@ -174,9 +179,15 @@ def push_config(config: pb.TaskPushNotificationConfig) -> PushConfig:
     try:
         return PushConfig.model_validate(
             compat.model_dump(mode="json", by_alias=True, exclude_none=True)
-        )
+        ).delivering("stream-response")
     except ValidationError as exc:
         raise InvalidParamsError(f"Invalid parameters: {exc.errors()[0]['msg']}") from None
+
+
+def push_body(record: BaseModel) -> bytes:
+    """What a push notification for a config set over 1.0 carries: the task as the
+    StreamResponse that wraps it (spec §4.3.3)."""
+    return MessageToJson(pb.StreamResponse(task=task(record)), indent=None).encode()
 
 
 def task_push_config(task_id: str, config: PushConfig) -> pb.TaskPushNotificationConfig:
