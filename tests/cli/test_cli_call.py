@@ -119,7 +119,8 @@ def test_peers_and_call_against_a_running_server(database_url: str, data_dir: Pa
         listed = json.loads(agents.stdout)["agents"]
         assert [(a["agent_id"], a["endpoint_url"]) for a in listed] == [(agent_id, f"{peer.url}/")]
         text = run("agentic-rag", "call", "list_agents", "capability=find_capability", **remote)
-        assert f"({agent_id}, healthy, A2A 0.3.0) at {peer.url}/" in text.stdout
+        # The peer is this server: its card declares A2A 1.0 (supportedInterfaces) beside 0.3.
+        assert f"({agent_id}, healthy, A2A 1.0) at {peer.url}/" in text.stdout
 
         removed = run("agentic-rag", "peers", "remove", agent_id, **remote)
         assert removed.returncode == 0, removed.stderr
