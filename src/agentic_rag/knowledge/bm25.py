@@ -126,7 +126,7 @@ class Scorer:
 
     def __call__(self, tsvector: str, length: int) -> float:
         norm = K1 * (1 - B + B * length / self._average)
-        parts = []
+        parts: list[float] = []
         for lexeme, positions in _TSVECTOR_ENTRY.findall(tsvector):
             weight = self._idf.get(lexeme)
             if weight is not None:
