@@ -90,7 +90,11 @@ def test_a_peer_without_heartbeats_is_probed(database_url: str, data_dir: Path) 
     ):
         with serve_in_thread(peer_app, lifespan="on") as peer_url:
             card = httpx.get(f"{peer_url}/.well-known/agent-card.json").json()
+            # Served on a port of the test's choosing: the card's addresses say where.
+            configured = card["url"].rstrip("/")
             card["url"] = f"{peer_url}/"
+            for interface in card["supportedInterfaces"]:
+                interface["url"] = interface["url"].replace(configured, peer_url)
             registered = client.post("/a2a/agents/register", json={"card": card}).json()
             agent_id = registered["agent_id"]
             assert registered["agent"]["health_status"] == "unknown"  # given inline: not seen

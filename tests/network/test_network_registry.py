@@ -73,7 +73,7 @@ def own_card(version: str) -> dict[str, Any]:
     ("card", "version", "endpoint", "skill", "security"),
     [
         (own_card("0.2.1"), "0.2.1", "https://rag.example/", "help", ()),
-        (own_card("0.3.0"), "0.3.0", "https://rag.example/", "help", ()),
+        (own_card("0.3.0"), "1.0", "https://rag.example/", "help", ()),
         (official_v03_card(), "0.3.0", "https://summary.example/", "summarize", ({"apiKey": []},)),
         (
             official_v10_card(),
@@ -83,7 +83,12 @@ def own_card(version: str) -> dict[str, Any]:
             ({"oauth": ["t"]},),
         ),
     ],
-    ids=["0.2.1 (this server)", "0.3.0 (this server)", "0.3.0 (a2a-sdk)", "1.0 (a2a-sdk)"],
+    ids=[
+        "0.2.1 (this server)",
+        "agent-card.json (this server: 1.0 beside 0.3)",
+        "0.3.0 (a2a-sdk)",
+        "1.0 (a2a-sdk)",
+    ],
 )
 def test_cards_of_every_supported_version_become_one_record(
     card: dict[str, Any], version: str, endpoint: str, skill: str, security: tuple[Any, ...]
@@ -133,7 +138,7 @@ def test_a_peer_is_registered_by_its_card_url_and_updated_when_registered_again(
             client.post("/a2a/agents/register", json={"card_url": peer.url}), "Registered", 201
         )
         agent = first["agent"]
-        assert agent["protocol_version"] == "0.3.0"
+        assert agent["protocol_version"] == "1.0"  # the card's newest interface
         assert agent["endpoint_url"] == f"{peer.url}/"
         assert agent["card_url"] == f"{peer.url}/.well-known/agent-card.json"
         assert {"help", "list_agents", "find_capability"} <= {
