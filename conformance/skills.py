@@ -23,6 +23,7 @@ from starlette.applications import Starlette
 from agentic_rag.app import build_app
 from agentic_rag.config import Settings
 from agentic_rag.skills import (
+    AnswerOnly,
     DataResult,
     FileResult,
     SkillContext,
@@ -74,6 +75,10 @@ def _attaching(*parts: str | FileResult | DataResult, done: str) -> Scenario:
     return scenario
 
 
+async def _answer_only(ctx: SkillContext) -> ScriptOutput:
+    raise AnswerOnly("Direct message response")
+
+
 async def _reject(ctx: SkillContext) -> ScriptOutput:
     raise SkillRejected("rejected")
 
@@ -105,9 +110,7 @@ TCK_SCENARIOS: tuple[tuple[str, Scenario], ...] = (
         "tck-artifact-data",
         _attaching(DataResult({"key": "value", "count": 42}), done="data attached"),
     ),
-    # A2A 1.0 lets SendMessage answer with a Message alone; the engine always makes a task,
-    # so this one completes a task with the text.
-    ("tck-message-response", _attaching("Direct message response", done="Direct message response")),
+    ("tck-message-response", _answer_only),
     ("tck-reject-task", _reject),
     ("tck-stream-001", _attaching("Stream hello from TCK", done="streamed")),
     ("tck-stream-002", _complete),

@@ -1,6 +1,7 @@
 """Skills: defined once, served over A2A, MCP and the CLI."""
 
 from agentic_rag.skills.registry import (
+    AnswerOnly,
     DataResult,
     FileResult,
     InputRequired,
@@ -13,6 +14,7 @@ from agentic_rag.skills.registry import (
 )
 
 __all__ = [
+    "AnswerOnly",
     "DataResult",
     "FileResult",
     "InputRequired",

@@ -1,9 +1,9 @@
 """SkillCall: one call of a skill, timed and counted by how it ended (observability/metrics.py).
 
-The outcome is read from the exception leaving the block: none is `ok`, `InputRequired` is
-`input_required`, `SkillError` is `error`, cancellation is `canceled`, anything else
-`exception`. Exceptions are never swallowed. The outcome is named here, where these exceptions
-are defined; the metrics count names.
+The outcome is read from the exception leaving the block: none or `AnswerOnly` is `ok`,
+`InputRequired` is `input_required`, `SkillError` is `error`, cancellation is `canceled`,
+anything else `exception`. Exceptions are never swallowed. The outcome is named here, where
+these exceptions are defined; the metrics count names.
 """
 
 import asyncio
@@ -11,7 +11,7 @@ import time
 from types import TracebackType
 
 from agentic_rag.observability import metrics as observed
-from agentic_rag.skills.registry import InputRequired, SkillError
+from agentic_rag.skills.registry import AnswerOnly, InputRequired, SkillError
 
 
 class SkillCall:
@@ -37,7 +37,7 @@ class SkillCall:
 
 
 def skill_outcome(exc: BaseException | None) -> str:
-    if exc is None:
+    if exc is None or isinstance(exc, AnswerOnly):
         return "ok"
     if isinstance(exc, InputRequired):
         return "input_required"

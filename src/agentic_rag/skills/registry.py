@@ -30,6 +30,16 @@ class SkillRejected(SkillError):
     `rejected` with this message."""
 
 
+class AnswerOnly(Exception):
+    """Raised by a skill that answers with a message alone and no result: the task completes
+    with `text` as its status message and no artifact of the skill's; A2A 1.0 answers the
+    blocking send with that message instead of the task (spec §3.1.1)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
 class InputRequired(Exception):
     """Raised by `SkillContext.ask`: the task pauses in `input-required` with this question.
 

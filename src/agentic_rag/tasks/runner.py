@@ -12,7 +12,13 @@ from agentic_rag.schema.a2a import (
     TaskArtifactUpdateEvent,
     TaskState,
 )
-from agentic_rag.skills import InputRequired, ResultPart, SkillError, SkillRejected
+from agentic_rag.skills import (
+    AnswerOnly,
+    InputRequired,
+    ResultPart,
+    SkillError,
+    SkillRejected,
+)
 from agentic_rag.skills.metering import SkillCall
 from agentic_rag.tasks import states
 from agentic_rag.tasks.active import ActiveTask, ActiveTasks
@@ -163,6 +169,8 @@ class Runner:
                 ),
                 states.status_event(task, TaskState.completed),
             )
+        except AnswerOnly as answer:
+            final = self._end(active, TaskState.completed, answer.text)
         except InputRequired as question:
             final = self._end(active, TaskState.input_required, question.question)
         except SkillRejected as refusal:

@@ -88,11 +88,17 @@ async def test_reject_task_ends_rejected(client: Client) -> None:
     assert task.status.message.parts[0].text == "rejected"
 
 
-async def test_message_response_completes_a_task_with_the_text(client: Client) -> None:
-    # The engine makes a task of every message: the kit's Message-only answer is not served.
-    task = await sent(client, tck("tck-message-response"))
+async def test_message_response_answers_with_a_message_alone(client: Client) -> None:
+    (response,) = [r async for r in client.send_message(tck("tck-message-response"))]
+    assert response.WhichOneof("payload") == "message"
+    answer = response.message
+    assert answer.role == Role.ROLE_AGENT
+    assert [p.text for p in answer.parts] == ["Direct message response"]
+    assert answer.context_id
+    # The engine keeps the record of every message: the task it names is completed.
+    task = await client.get_task(GetTaskRequest(id=answer.task_id))
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
-    assert texts(task)[0] == "Direct message response"
+    assert not task.artifacts
 
 
 def kinds(responses: list[StreamResponse]) -> list[str]:

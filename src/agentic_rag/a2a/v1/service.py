@@ -78,8 +78,7 @@ class A2AService:
         history = _history(config) if request.HasField("configuration") else None
         outcome = await self._accepted(http, request, "final" if blocking else "created")
         if outcome.events is None:
-            task = with_history(outcome.snapshot, history)
-            return pb.SendMessageResponse(task=wire.task(task))
+            return _answer(wire.task(with_history(outcome.snapshot, history)))
         try:
             async for event in outcome.events:
                 if event.seq > outcome.seq and event.final:
@@ -88,9 +87,8 @@ class A2AService:
             outcome.events.close()
         if outcome.relayed:  # another worker ran it: the task as it ended is in the store
             ended = await self._tasks.get(outcome.task.tenant, outcome.task.task.id)
-            return pb.SendMessageResponse(task=wire.task(with_history(ended, history)))
-        snapshot = orjson.loads(outcome.task.snapshot_json(history))
-        return pb.SendMessageResponse(task=wire.task(snapshot))
+            return _answer(wire.task(with_history(ended, history)))
+        return _answer(wire.task(orjson.loads(outcome.task.snapshot_json(history))))
 
     async def stream_message(
         self, http: Request, request: pb.SendMessageRequest
@@ -198,6 +196,20 @@ class A2AService:
                 "this agent has no extended card: no authentication is configured"
             )
         return v1_card.card(orjson.loads(card))
+
+
+def _answer(task: pb.Task) -> pb.SendMessageResponse:
+    """The task; or the message its skill answered with alone (`AnswerOnly`: completed with a
+    status message and no artifact, which a skill's result always makes), as SendMessage may
+    answer (spec §3.1.1). The message names the task, which GetTask still reads."""
+    status = task.status
+    if (
+        status.state == pb.TASK_STATE_COMPLETED
+        and not task.artifacts
+        and status.HasField("message")
+    ):
+        return pb.SendMessageResponse(message=status.message)
+    return pb.SendMessageResponse(task=task)
 
 
 def _ends(event: Event) -> bool:
