@@ -105,3 +105,10 @@ async def test_a_1_0_config_with_a_header_breaking_scheme_is_refused(
         await client.create_task_push_notification_config(
             TaskPushNotificationConfig(task_id=task.id, url=url, authentication=auth)
         )
+
+
+async def test_a_1_0_config_to_an_address_the_guard_refuses_is_refused(client: Client) -> None:
+    task = await sent(client, send("ask"))
+    config = TaskPushNotificationConfig(task_id=task.id, url="http://169.254.169.254/latest")
+    with pytest.raises(Exception, match="pushNotificationConfig refused"):
+        await client.create_task_push_notification_config(config)
