@@ -34,10 +34,10 @@ from mcp.server.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 
+from agentic_rag.knowledge.errors import NotFound
 from agentic_rag.knowledge.store.documents import DOCUMENTS_CHANNEL
 from agentic_rag.mcp.access import Context, PrincipalFor, require
 from agentic_rag.mcp.resources import document_id_of, document_uri
-from agentic_rag.skills import SkillError
 from agentic_rag.storage.pool import Pool
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ class DocumentSubscriptions:
         document_id = document_id_of(params.uri)
         try:
             await self._knowledge.document(principal.tenant, document_id or "", with_text=False)
-        except SkillError:  # no such document (of this tenant)
+        except NotFound:  # no such document (of this tenant)
             raise MCPError(
                 types.INVALID_PARAMS, f"unknown resource {params.uri!r}", data={"uri": params.uri}
             ) from None
