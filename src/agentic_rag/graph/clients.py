@@ -21,9 +21,9 @@ from pydantic import BaseModel
 
 from agentic_rag.embedding.embedders import Embedder
 from agentic_rag.graph.cost import MeteredOpenAI
+from agentic_rag.graph.errors import Unavailable
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint
-from agentic_rag.skills import SkillError
 
 ENABLE_LLM = (
     "set AGENTIC_RAG_LLM_LOCAL=true to run the packaged local model (the local-llm extra), or "
@@ -37,7 +37,7 @@ EXTRACTION_TIMEOUT = 600.0
 tokens a second, and an extraction's reply can run to a few thousand."""
 
 
-class LLMRequired(SkillError):
+class LLMRequired(Unavailable):
     """A graph skill that needs an LLM, called while none is configured."""
 
     def __init__(self, skill: str) -> None:
@@ -104,7 +104,9 @@ class NoLLM(LLMClient):
         *,
         model: str | None = None,
     ) -> dict[str, typing.Any]:
-        raise SkillError(f"this graph operation needs an LLM, and none is configured: {ENABLE_LLM}")
+        raise Unavailable(
+            f"this graph operation needs an LLM, and none is configured: {ENABLE_LLM}"
+        )
 
 
 def graphiti_llm(chat: ChatEndpoint) -> OpenAIGenericClient:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agentic_rag.skills import SkillError
+from agentic_rag.graph.errors import InvalidRequest
 
 GroupIds = str | list[str] | None
 
@@ -140,7 +140,7 @@ def parse_time(value: str | None, argument: str) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise SkillError(f"{argument} {value!r} is not an ISO-8601 time") from None
+        raise InvalidRequest(f"{argument} {value!r} is not an ISO-8601 time") from None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 

@@ -54,6 +54,7 @@ from agentic_rag.graph.clients import (
     graphiti_llm,
 )
 from agentic_rag.graph.embedded import EmbeddedFalkorDB
+from agentic_rag.graph.errors import InvalidRequest, NotFound
 from agentic_rag.graph.ingestion import EpisodeIngestion
 from agentic_rag.graph.mapping import (
     community_result,
@@ -76,7 +77,6 @@ from agentic_rag.graph.results import (
 )
 from agentic_rag.graph.search import use_fact_index
 from agentic_rag.llm.endpoint import ChatEndpoint
-from agentic_rag.skills import SkillError
 from agentic_rag.storage.pool import Pool
 
 log = logging.getLogger(__name__)
@@ -240,7 +240,7 @@ class GraphService:
         uuid = args.uuid or str(uuid4())
         arguments = {**args.model_dump(), **(provenance or {})}
         if not await self.queue.add(ns.tenant, uuid, ns, arguments):
-            raise SkillError(f"episode {uuid!r} is queued or being processed already")
+            raise InvalidRequest(f"episode {uuid!r} is queued or being processed already")
         self._ingestion.wake()
         return uuid
 
@@ -485,7 +485,7 @@ class GraphService:
                 return graphiti, ns, await EntityEdge.get_by_uuid(graphiti.driver, uuid)
             except EdgeNotFoundError:
                 continue
-        raise SkillError(f"no fact (entity edge) {uuid!r} in your graph")
+        raise NotFound(f"no fact (entity edge) {uuid!r} in your graph")
 
     async def entity_edge(self, tenant: str, uuid: str) -> dict[str, Any]:
         _, ns, edge = await self._find_edge(tenant, uuid)
@@ -514,7 +514,7 @@ class GraphService:
                 continue
             await graphiti.remove_episode(uuid)
             return
-        raise SkillError(f"no episode {uuid!r} in your graph")
+        raise NotFound(f"no episode {uuid!r} in your graph")
 
     async def remove_episode(self, ns: Namespace, uuid: str) -> None:
         """Remove an episode and what only it produced from `ns`'s graph, if it is there."""
@@ -598,7 +598,7 @@ class GraphService:
         sagas = await SagaNode.get_by_group_ids(graphiti.driver, [ns.graph])
         match = next((saga for saga in sagas if saga.name == saga_name), None)
         if match is None:
-            raise SkillError(f"no saga named {saga_name!r} in group {ns.name!r}")
+            raise NotFound(f"no saga named {saga_name!r} in group {ns.name!r}")
         return await graphiti.summarize_saga(match.uuid)
 
     async def build_communities(
@@ -638,7 +638,7 @@ def episode_type(source: str) -> EpisodeType:
     try:
         return EpisodeType[source.lower()]
     except KeyError:
-        raise SkillError(f"source {source!r} is not one of text, json, message") from None
+        raise InvalidRequest(f"source {source!r} is not one of text, json, message") from None
 
 
 def _scored[T](items: Sequence[T], scores: Sequence[float]) -> list[tuple[T, float]]:

@@ -3,12 +3,15 @@
 
 Each handler checks the caller's `group_id`/`group_ids` against the tenant (namespaces.py)
 before anything else, then asks `GraphService`. Refusals (another tenant's group, an LLM that
-is not configured, a uuid not in the caller's graph, bad values) raise `SkillError`: the A2A
-task fails, the MCP call answers `isError`, each with the reason.
+is not configured, a uuid not in the caller's graph, bad values) raise `SkillError` here, or
+`GraphError` in the service, which every handler maps to `SkillError` word for word
+(`refusing_skill`): the A2A task fails, the MCP call answers `isError`, each with the reason.
 """
 
+import functools
 from typing import TYPE_CHECKING
 
+from agentic_rag.graph.errors import GraphError
 from agentic_rag.graph.namespaces import namespace, namespaces
 from agentic_rag.graph.results import (
     AddMemoryArguments,
@@ -48,6 +51,7 @@ from agentic_rag.graph.results import (
     parse_time,
 )
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
+from agentic_rag.skills.refusals import refusing_skill
 
 if TYPE_CHECKING:  # its import (graphiti_core) waits until the engine starts the graph
     from agentic_rag.graph.service import GraphService
@@ -69,6 +73,7 @@ def _positive(value: int, argument: str) -> int:
 
 def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
     """Register the graph skills, which call `graph`."""
+    skill = functools.partial(refusing_skill, registry, GraphError)
 
     async def add_memory(ctx: SkillContext, args: AddMemoryArguments) -> AddMemoryOutput:
         ns = namespace(ctx.tenant, args.group_id)
@@ -87,14 +92,14 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
         "gives its uuid, and get_episodes and get_status show its progress. Needs an LLM "
         "(AGENTIC_RAG_LLM_BASE_URL, AGENTIC_RAG_LLM_MODEL). " + GROUPS
     )
-    registry.skill(description=add_description, tags=TAGS)(add_memory)
-    registry.skill(
+    skill(description=add_description, tags=TAGS)(add_memory)
+    skill(
         description="The same as add_memory (Graphiti's older name). " + add_description,
         name="add_episode",
         tags=TAGS,
     )(add_memory)
 
-    @registry.skill(
+    @skill(
         description="Search the graph for entities (nodes): semantic and keyword search fused, "
         "optionally by entity type or around a center node. " + GROUPS,
         tags=TAGS,
@@ -137,21 +142,21 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
         "Search the graph for facts (relationships between entities), optionally by fact "
         "type, validity dates or around a center node. " + GROUPS
     )
-    registry.skill(description=facts_description, tags=TAGS)(search_memory_facts)
-    registry.skill(
+    skill(description=facts_description, tags=TAGS)(search_memory_facts)
+    skill(
         description="The same as search_memory_facts. " + facts_description,
         name="search_facts",
         tags=TAGS,
     )(search_memory_facts)
 
-    @registry.skill(description="The most recent episodes of the graph. " + GROUPS, tags=TAGS)
+    @skill(description="The most recent episodes of the graph. " + GROUPS, tags=TAGS)
     async def get_episodes(ctx: SkillContext, args: GetEpisodesArguments) -> GetEpisodesOutput:
         targets = namespaces(ctx.tenant, args.group_ids)
         found = await graph.episodes(targets, _positive(args.max_episodes, "max_episodes"))
         message = "Episodes retrieved successfully" if found else "No episodes found"
         return GetEpisodesOutput(result=EpisodeSearchResponse(message=message, episodes=found))
 
-    @registry.skill(
+    @skill(
         description="The entities and facts that given episodes produced (provenance), "
         "in your tenant's graphs.",
         tags=TAGS,
@@ -170,13 +175,13 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
             )
         )
 
-    @registry.skill(description="One fact (entity edge) of your graph by its UUID.", tags=TAGS)
+    @skill(description="One fact (entity edge) of your graph by its UUID.", tags=TAGS)
     async def get_entity_edge(
         ctx: SkillContext, args: GetEntityEdgeArguments
     ) -> GetEntityEdgeOutput:
         return GetEntityEdgeOutput(result=await graph.entity_edge(ctx.tenant, args.uuid))
 
-    @registry.skill(description="Delete one fact (entity edge) of your graph.", tags=TAGS)
+    @skill(description="Delete one fact (entity edge) of your graph.", tags=TAGS)
     async def delete_entity_edge(
         ctx: SkillContext, args: DeleteEntityEdgeArguments
     ) -> DeleteEntityEdgeOutput:
@@ -187,7 +192,7 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
             )
         )
 
-    @registry.skill(
+    @skill(
         description="Delete an episode of your graph, with the entities and facts only it "
         "produced (those other episodes support stay).",
         tags=TAGS,
@@ -200,7 +205,7 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
             result=SuccessResponse(message=f"Episode with UUID {args.uuid} deleted successfully")
         )
 
-    @registry.skill(
+    @skill(
         description="Write one fact directly (source entity -[edge]-> target entity), without "
         "extraction. Entities are matched by name (and deduplicated by an LLM when one is "
         "configured). " + GROUPS,
@@ -229,7 +234,7 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
             )
         )
 
-    @registry.skill(
+    @skill(
         description="Summarize a saga (the ordered episodes added with the same `saga`). "
         "Needs an LLM. " + GROUPS,
         tags=TAGS,
@@ -248,7 +253,7 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
             )
         )
 
-    @registry.skill(
+    @skill(
         description="Detect communities of densely connected entities and summarize them. "
         "Needs an LLM. " + GROUPS,
         tags=TAGS,
@@ -267,7 +272,7 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
             )
         )
 
-    @registry.skill(
+    @skill(
         description="Delete every episode, entity and fact of your graph (or of the sub-groups "
         "named). Asks for confirmation first, unless called with confirm=true. " + GROUPS,
         tags=TAGS,
@@ -292,7 +297,7 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
             )
         )
 
-    @registry.skill(
+    @skill(
         description="Whether the graph database answers, whether an LLM is configured, and "
         "your episodes in the queue: queued, processing, done and failed per group, their LLM "
         "calls, tokens and time, and the last error.",
@@ -301,7 +306,7 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
     async def get_status(ctx: SkillContext, args: GetStatusArguments) -> StatusResponse:
         try:
             message = await graph.status(ctx.tenant)
-        except SkillError:
+        except (GraphError, SkillError):
             raise
         except Exception as exc:  # the database is down: that is the status, not a failure
             return StatusResponse(status="error", message=f"the graph database fails: {exc}")

@@ -2,11 +2,10 @@
 
 Each is defined once here; A2A (Agent Card, tasks), MCP (tools) and the CLI read them from the
 registry. Handlers only translate arguments: the work is `KnowledgeService`'s, and its refusals
-(`KnowledgeError`) become the skills layer's `SkillError` here, in `_skill`, word for word.
+(`KnowledgeError`) become the skills layer's `SkillError` here, in `refusing_skill`, word for word.
 """
 
 import functools
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -26,7 +25,7 @@ from agentic_rag.knowledge.retrieval import Reranker
 from agentic_rag.knowledge.service import KnowledgeService
 from agentic_rag.knowledge.store.search import Filters
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
-from agentic_rag.skills.registry import Handler
+from agentic_rag.skills.refusals import refusing_skill
 
 SourceKind = Literal["url", "pdf", "youtube", "text"]
 
@@ -203,28 +202,9 @@ def _render_ingest(summary: IngestSummary) -> str:
     return "\n".join(lines)
 
 
-def _skill(registry: SkillRegistry, **options: Any) -> Callable[[Handler], Handler]:
-    """`registry.skill(**options)` for a handler whose `KnowledgeError` ends the task failed
-    with the error's message, as every skill's `SkillError` does."""
-    register = registry.skill(**options)
-
-    def decorate(handler: Handler) -> Handler:
-        @functools.wraps(handler)
-        async def refusing(ctx: SkillContext, args: Any) -> BaseModel:
-            try:
-                return await handler(ctx, args)
-            except KnowledgeError as refused:
-                raise SkillError(str(refused)) from refused
-
-        register(refusing)
-        return handler
-
-    return decorate
-
-
 def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -> None:
     """Register the knowledge skills, which call `knowledge`."""
-    skill = functools.partial(_skill, registry)
+    skill = functools.partial(refusing_skill, registry, KnowledgeError)
 
     @skill(
         description="Answer a question from the knowledge base: dense and lexical (BM25) "
