@@ -41,6 +41,7 @@ import httpx
 from pydantic import BaseModel, Field
 
 from agentic_rag.network.delegation_store import SETTLED, Delegation, DelegationStore
+from agentic_rag.network.errors import DelegationFailed, DelegationRefused
 from agentic_rag.network.peer_client import (
     Backoff,
     PeerCallError,
@@ -69,7 +70,7 @@ from agentic_rag.schema.a2a import (
 from agentic_rag.schema.compat import PushConfig
 from agentic_rag.security.principal import Principal
 from agentic_rag.security.ssrf import SSRFGuard
-from agentic_rag.skills import SkillContext, SkillError
+from agentic_rag.skills import SkillContext
 from agentic_rag.tasks import states
 from agentic_rag.tasks.errors import TaskError, TaskNotFoundError
 from agentic_rag.tasks.parts import data_part, text_of, text_part
@@ -134,10 +135,6 @@ class DelegationResult(BaseModel):
 
     def render(self) -> str:
         return self.text or f"peer {self.peer_name} completed task {self.remote_task_id}"
-
-
-class DelegationRefused(ValueError):
-    """A delegation that cannot start: its target peer is unknown, or no peer offers it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +236,7 @@ class DelegationService:
             reason = await run.timed_out()
         except PeerCallError as exc:
             reason = str(exc)
-        except SkillError as exc:
+        except DelegationFailed as exc:
             reason = str(exc)
         except asyncio.CancelledError:
             if self._cancel_requested(tenant, ctx.task_id):
@@ -248,7 +245,7 @@ class DelegationService:
         finally:
             await run.close()
         await self._store.finish(tenant, ctx.task_id, "failed", error=reason)
-        raise SkillError(reason)
+        raise DelegationFailed(reason)
 
     async def _hooks(self, tenant: str, task_id: str, request: DelegationRequest) -> None:
         """The callbacks as push configs of the task (`delegate` sets them for the REST
@@ -262,7 +259,7 @@ class DelegationService:
                 try:
                     await service.set_push_config(tenant, task_id, PushConfig(url=url))
                 except TaskError as exc:
-                    raise SkillError(exc.message) from None
+                    raise DelegationFailed(exc.message) from None
 
     async def status_changed(self, tenant: str, task_id: str, url: str) -> None:
         """Send the task as it is now, signed, to its status callback `url`."""
@@ -274,7 +271,7 @@ class DelegationService:
     def _settled(self, delegation: Delegation) -> DelegationResult:
         if delegation.state == "completed" and delegation.result is not None:
             return DelegationResult.model_validate(delegation.result)
-        raise SkillError(delegation.error or f"delegation {delegation.id} {delegation.state}")
+        raise DelegationFailed(delegation.error or f"delegation {delegation.id} {delegation.state}")
 
 
 class _Run:
@@ -306,7 +303,7 @@ class _Run:
         if d.remote_task_id is not None and d.peer_id is not None:
             peer = await self._service._peers.get(d.tenant, d.peer_id)
             if peer is None:
-                raise SkillError(
+                raise DelegationFailed(
                     f"peer {d.peer_id} was removed while it ran task {d.remote_task_id}"
                 )
             self._use(peer)
@@ -327,9 +324,9 @@ class _Run:
         if d.target != BEST:
             target = await peers.get(d.tenant, d.target)
             if target is None:
-                raise SkillError(f"no peer {d.target!r} is registered")
+                raise DelegationFailed(f"no peer {d.target!r} is registered")
             if not target.offers(d.capability):
-                raise SkillError(
+                raise DelegationFailed(
                     f"peer {target.name} ({target.id}) does not offer {d.capability!r}"
                 )
             found = [target, *(p for p in found if p.id != target.id)]
@@ -357,7 +354,7 @@ class _Run:
                 await self._close_client()
                 continue
             return events
-        raise SkillError(
+        raise DelegationFailed(
             f"no peer accepted the task for {self._delegation.capability!r}"
             + (f" ({'; '.join(reasons)})" if reasons else ": no healthy peer offers it")
         )
@@ -541,7 +538,7 @@ class _Run:
             what = {
                 TaskState.auth_required: "asks for authentication",
             }.get(state, f"ended {state.value}")
-            raise SkillError(
+            raise DelegationFailed(
                 f"peer {peer.name}'s task {task.id} {what}" + (f": {reason}" if reason else "")
             )
         for artifact in task.artifacts or []:

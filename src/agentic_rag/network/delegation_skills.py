@@ -1,16 +1,22 @@
 """The skills of delegation and orchestration: `delegate_task` and `orchestrate`.
 
 Both are resumable: each runs as a durable A2A task (its id is the delegation's or the plan's
-id), which a restart, or another worker when this one dies, runs again to continue.
+id), which a restart, or another worker when this one dies, runs again to continue. What the
+services refuse (`NetworkError`) ends the task failed with the refusal's message, word for word
+(`refusing_skill`), before the task engine sees it.
 """
 
+import functools
+
 from agentic_rag.network.delegation import DelegationRequest, DelegationResult, DelegationService
+from agentic_rag.network.errors import NetworkError
 from agentic_rag.network.orchestration import (
     OrchestrateInput,
     OrchestrationResult,
     Orchestrator,
 )
 from agentic_rag.skills import SkillContext, SkillRegistry
+from agentic_rag.skills.refusals import refusing_skill
 
 
 def add_delegation_skills(
@@ -19,8 +25,9 @@ def add_delegation_skills(
     orchestrator: Orchestrator,
 ) -> None:
     """Add the skills to `registry`, which call `delegation` and `orchestrator`."""
+    skill = functools.partial(refusing_skill, registry, NetworkError)
 
-    @registry.skill(
+    @skill(
         description=(
             "Hand a task to a peer agent over A2A and follow it to its end: the peer's "
             'progress and artifacts become this task\'s. target_agent: a peer id or "best" '
@@ -34,7 +41,7 @@ def add_delegation_skills(
     async def delegate_task(ctx: SkillContext, args: DelegationRequest) -> DelegationResult:
         return await delegation.run(ctx, args)
 
-    @registry.skill(
+    @skill(
         description=(
             "Run a plan of steps (this agent's skills, or peers' capabilities) as tasks, "
             "independent steps in parallel, a step's input referring to earlier outputs as "

@@ -37,10 +37,11 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.network.delegation import BEST
+from agentic_rag.network.errors import PlanFailed, PlanRefused
 from agentic_rag.network.plan_store import PlanStore, StoredPlan, StoredStep
 from agentic_rag.network.registry import PeerRegistry
 from agentic_rag.schema.a2a import TaskState
-from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
+from agentic_rag.skills import SkillContext, SkillRegistry
 from agentic_rag.tasks.errors import TaskError, TaskNotCancelableError, TaskNotFoundError
 from agentic_rag.tasks.outcomes import (
     Canceled,
@@ -183,7 +184,7 @@ class Orchestrator:
     def _check_skills(self, steps: list[PlanStep]) -> None:
         for step in steps:
             if step.skill is not None and self._registry.get(step.skill) is None:
-                raise SkillError(
+                raise PlanRefused(
                     f"step {step.id!r}: this agent has no skill {step.skill!r} "
                     "(a peer's skill is a `capability`)"
                 )
@@ -194,7 +195,7 @@ class Orchestrator:
     async def _decompose(self, ctx: SkillContext, goal: str) -> list[PlanStep]:
         """The LLM's plan for `goal`, over this agent's skills and its peers' capabilities."""
         if self._llm is None:
-            raise SkillError("no plan was given, and no LLM is configured to make one")
+            raise PlanRefused("no plan was given, and no LLM is configured to make one")
         skills = [
             f"- {s.name}: {s.description}" for s in self._registry if s.name not in NOT_A_STEP
         ]
@@ -221,7 +222,7 @@ class Orchestrator:
             plan = Plan.model_validate_json(reply)
         except ValidationError as exc:
             problem = exc.errors()[0]
-            raise SkillError(f"the LLM's plan is not usable: {problem['msg']}") from None
+            raise PlanRefused(f"the LLM's plan is not usable: {problem['msg']}") from None
         await ctx.progress(
             f"planned {len(plan.steps)} steps: {', '.join(s.id for s in plan.steps)}"
         )
@@ -257,7 +258,7 @@ class _PlanRun:
         except* StepFailed as failed:
             reason = "; ".join(str(e) for e in failed.exceptions)
             await self._store.finish(self.ctx.tenant, self.stored.id, "failed")
-            raise SkillError(reason) from None
+            raise PlanFailed(reason) from None
         outcomes = [self.outcomes[s.id] for s in steps]
         degraded = any(o.state != "completed" for o in outcomes)
         await self._store.finish(self.ctx.tenant, self.stored.id, "completed")

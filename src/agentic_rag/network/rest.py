@@ -17,7 +17,8 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
 from agentic_rag.config import Settings
-from agentic_rag.network.delegation import DelegationRefused, DelegationRequest, DelegationService
+from agentic_rag.network.delegation import DelegationRequest, DelegationService
+from agentic_rag.network.errors import DelegationRefused
 from agentic_rag.network.records import (
     AgentList,
     DelegatedTask,
