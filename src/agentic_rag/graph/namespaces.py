@@ -16,13 +16,13 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from agentic_rag.skills import SkillError
+from agentic_rag.graph.errors import InvalidRequest
 
 SEPARATOR = ":"
 SUB_GROUP = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class NamespaceError(SkillError):
+class NamespaceError(InvalidRequest):
     """A `group_id` outside the caller's tenant, or not a valid sub-group name."""
 
 

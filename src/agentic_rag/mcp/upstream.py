@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode
 
 from agentic_rag.config import Settings, UpstreamMcp
-from agentic_rag.graph.namespaces import Namespace, namespace, namespaces
+from agentic_rag.graph.namespaces import Namespace, NamespaceError, namespace, namespaces
 from agentic_rag.mcp.bridge import describe
 from agentic_rag.skills import Skill, SkillContext, SkillError, SkillRegistry
 
@@ -249,7 +249,10 @@ def skill_for(upstream: UpstreamServer, tool: types.Tool) -> Skill:
     )
 
     async def handler(ctx: SkillContext, args: BaseModel) -> BaseModel:
-        arguments, names = guard.apply(ctx.tenant, args.model_dump(mode="json"))
+        try:
+            arguments, names = guard.apply(ctx.tenant, args.model_dump(mode="json"))
+        except NamespaceError as refused:
+            raise SkillError(str(refused)) from refused
 
         async def forward(progress: float, total: float | None, message: str | None) -> None:
             await ctx.progress(message or (f"{progress:g}/{total:g}" if total else f"{progress:g}"))
