@@ -4,8 +4,9 @@
 Each handler checks the caller's `group_id`/`group_ids` against the tenant (namespaces.py)
 before anything else, then asks `GraphService`. Refusals (another tenant's group, an LLM that
 is not configured, a uuid not in the caller's graph, bad values) raise `SkillError` here, or
-`GraphError` in the service, which every handler maps to `SkillError` word for word
-(`refusing_skill`): the A2A task fails, the MCP call answers `isError`, each with the reason.
+`GraphError` below (the service, the tenant guard, `parse_time`), which every handler maps
+to `SkillError` word for word (`refusing_skill`): the A2A task fails, the MCP call answers
+`isError`, each with the reason.
 """
 
 import functools
