@@ -7,6 +7,7 @@ left unfinished or lost, no job completed twice, no document or chunk stored twi
 Real servers throughout, started once for the module (tests/support/cluster.py).
 """
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -128,6 +129,71 @@ def test_a_paused_replica_keeps_its_tasks_and_finishes_them_when_resumed(
     running.heal()
     invariants.hold([task_id])
     assert invariants.documents(url) == PAGES
+
+
+class Load:
+    """Searches, blocking and not, to both replicas, each kind from a thread of its own (a
+    blocking send may wait for its task's outcome to be stored), until stopped; every answer
+    checked (Answers.call); the first failed check is raised by `stop`."""
+
+    def __init__(self, clients: tuple[Answers, Answers], cluster: Cluster) -> None:
+        self.cluster, self.task_ids = cluster, list[str]()
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._run, args=(client, blocking), daemon=True)
+            for client in clients
+            for blocking in (True, False)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, client: Answers, blocking: bool) -> None:
+        while not self._stop.is_set():
+            try:
+                sent = client.skill(
+                    "hybrid_retrieve", blocking=blocking, query="lighthouse lamp", top_k=3
+                )
+                if sent is not None and "result" in sent:
+                    self.task_ids.append(sent["result"]["id"])
+            except BaseException as error:
+                self.errors.append(error)
+                return
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(150)
+        if self.errors:
+            raise AssertionError(f"{self.errors[0]}\n{self.cluster.logs()}") from self.errors[0]
+
+
+@pytest.mark.parametrize("outage_seconds", [5])
+def test_postgresql_stopped_under_load_refuses_with_protocol_errors_and_leaves_no_task_stuck(
+    running: Cluster,
+    answers: tuple[Answers, Answers],
+    site: tuple[SlowSite, str],
+    outage_seconds: float,
+) -> None:
+    a, b = answers
+    _, url = site
+    invariants = Invariants(running)
+    task_id = start_crawl(b, url)
+    wait_for("a few pages stored", lambda: invariants.documents(url) >= 3, 180, running.logs())
+    load = Load(answers, running)
+    try:
+        with running.postgres.outage():
+            time.sleep(outage_seconds)  # the fault's length, not a wait for a result
+        wait_for("both replicas ready", lambda: all(r.ready() for r in running.replicas), 120)
+    finally:
+        load.stop()
+    refused = [x for c in answers for x in c.answered if "error" in x]
+    assert refused, "no request was refused while the database was down"
+
+    final_task(a, task_id, running)
+    running.heal()
+    invariants.hold([task_id, *load.task_ids])
 
 
 def test_falkordb_stopped_fails_graph_calls_with_a_protocol_answer_and_nothing_else(

@@ -27,6 +27,10 @@ from agentic_rag.tasks.service import TaskService
 
 log = logging.getLogger(__name__)
 
+# Pauses between tries to store the outcome of a task while the database is unreachable.
+STORE_RETRY_FIRST_SECONDS = 0.5
+STORE_RETRY_MAX_SECONDS = 5.0
+
 
 class TaskSkillContext:
     """A skill's view of the A2A task it runs for (see `agentic_rag.skills.SkillContext`)."""
@@ -203,20 +207,54 @@ class Runner:
             try:
                 await final
             except Exception as exc:  # the outcome could not be stored: fail from what is stored
-                await self._fail_from_stored(active, exc)
+                await self._fail_when_stored(active, exc)
         finally:
             active.runner = None
             self._work.release(active)
             active.done.set()
         await service.push.settled(active)
 
+    async def _fail_when_stored(self, active: ActiveTask, error: Exception) -> None:
+        """The outcome could not be stored (the database is unreachable, most likely): keep
+        the task here and try again until the database answers, then fail it from what is
+        stored (cancel it, if the client asked meanwhile). Never left `working` on this live
+        worker, whose tasks no sweep takes over. A shutdown meanwhile leaves it to recovery."""
+        log.error(
+            "task %s: its outcome could not be stored (%s): failing it once the database answers",
+            active.task.id,
+            error,
+        )
+        pause = STORE_RETRY_FIRST_SECONDS
+        while True:
+            try:
+                await self._fail_from_stored(active, error)
+                return
+            except asyncio.CancelledError:
+                if not active.cancel_requested:
+                    raise
+            except Exception:
+                try:
+                    await asyncio.sleep(pause)
+                except asyncio.CancelledError:
+                    if not active.cancel_requested:
+                        raise
+                pause = min(pause * 2, STORE_RETRY_MAX_SECONDS)
+
     async def _fail_from_stored(self, active: ActiveTask, error: Exception) -> None:
-        """Roll the task back to its durable state, then fail it with the reason."""
-        log.error("task %s: its outcome could not be stored: %s", active.task.id, error)
+        """Roll the task back to its durable state, then fail it with the reason (or cancel
+        it, if the client asked)."""
         stored = await self._service.store.get(active.tenant, active.task.id)
         if stored is None or stored.task.status.state in states.TERMINAL:
             return
+        if await self._service.store.taken_over(active.tenant, active.task.id):
+            # This worker's lease was lost with the database, and another worker's sweep took
+            # the task: it runs (or fails) it now, so its outcome is that worker's to store.
+            log.warning("task %s: taken over by another worker; left to it", active.task.id)
+            return
         active.task, active.last_seq = stored.task, stored.last_seq
+        if active.cancel_requested:
+            await self._end(active, TaskState.canceled, "Canceled at the client's request.")
+            return
         await self._end(
             active,
             TaskState.failed,

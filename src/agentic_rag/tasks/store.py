@@ -160,6 +160,13 @@ class TaskStore:
             return None
         return StoredTask(Task.model_validate_json(row["task"]), row["last_seq"])
 
+    async def taken_over(self, tenant: str, task_id: str) -> bool:
+        """Whether another worker's sweep has claimed the task (this worker's lease was lost)."""
+        worker = await self._pool.fetchval(
+            "SELECT worker FROM tasks WHERE tenant = $1 AND id = $2", tenant, task_id
+        )
+        return worker is not None and worker != self.worker
+
     async def page(self, tenant: str, after: str | None, limit: int) -> list[Task]:
         """The tenant's tasks by id, from the first after `after` (None: from the first)."""
         rows = await self._pool.fetch(
