@@ -26,13 +26,17 @@ def text_of(message: Message) -> str:
     return "\n".join(p.root.text for p in message.parts if isinstance(p.root, TextPart))
 
 
+# Built validated: pydantic-core validates these small models faster than model_construct
+# builds them in Python (1.5 against 4.5 us for a text part; 2.6 against 6.7 us for a status
+# event), so model_construct is kept only where it saves walking a payload.
+
+
 def text_part(text: str) -> Part:
-    # model_construct: the part is valid by construction, and validating it (a RootModel
-    # union) again costs more than the rest of building a message.
-    return Part.model_construct(TextPart.model_construct(kind="text", text=text))
+    return Part(root=TextPart(kind="text", text=text))
 
 
 def data_part(data: dict[str, Any]) -> Part:
+    # model_construct: a skill's output may be large, and it was dumped from a checked model.
     return Part.model_construct(DataPart.model_construct(kind="data", data=data))
 
 

@@ -151,8 +151,7 @@ class Runner:
                 output = await skill.handler(TaskSkillContext(service, active), arguments)
             if not isinstance(output, skill.output_model):
                 raise TypeError(f"skill {skill.name} returned {type(output).__name__}")
-            # model_construct: valid by construction (the output model was checked above).
-            result = Artifact.model_construct(
+            result = Artifact(
                 artifact_id=new_id(),
                 name=skill.name,
                 parts=[
@@ -163,7 +162,7 @@ class Runner:
             task = active.task
             final = service.emit(
                 active,
-                TaskArtifactUpdateEvent.model_construct(
+                TaskArtifactUpdateEvent(
                     task_id=task.id,
                     context_id=task.context_id,
                     kind="artifact-update",

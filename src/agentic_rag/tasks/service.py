@@ -206,12 +206,11 @@ class TaskService:
         if invocation is None:
             invocation = self.read_call([message])
         arguments = invocation.check()
-        # model_construct: valid by construction (the message was validated as it came).
-        task = Task.model_construct(
+        task = Task(
             id=task_id,
             context_id=context_id,
             kind="task",
-            status=TaskStatus.model_construct(state=TaskState.submitted, timestamp=states.now()),
+            status=TaskStatus(state=TaskState.submitted, timestamp=states.now()),
             history=[message],
         )
         active = ActiveTask(tenant, task, 0, invocation=invocation, arguments=arguments)

@@ -112,11 +112,11 @@ def status_event(
     task: Task, state: TaskState, message: Message | None = None
 ) -> TaskStatusUpdateEvent:
     """The status-update event that moves `task` to `state`."""
-    # model_construct: valid by construction, and this runs for every change of every task.
-    return TaskStatusUpdateEvent.model_construct(
+    # Built validated: faster than model_construct for these small models (tasks/parts.py).
+    return TaskStatusUpdateEvent(
         task_id=task.id,
         context_id=task.context_id,
         kind="status-update",
-        status=TaskStatus.model_construct(state=state, message=message, timestamp=now()),
+        status=TaskStatus(state=state, message=message, timestamp=now()),
         final=is_final(state),
     )
