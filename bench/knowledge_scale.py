@@ -550,11 +550,8 @@ async def lexical_unbounded(
             [t.lexeme for t in terms],
             " | ".join("'" + t.lexeme.replace("'", "''") + "'" for t in terms),
         )
-    idf = {t.lexeme: t.idf for t in terms}
-    scored = [
-        (r["id"], bm25.score(bm25.term_frequencies(r["terms"]), idf, r["term_count"], average))
-        for r in rows
-    ]
+    scorer = bm25.Scorer({t.lexeme: t.idf for t in terms}, average)
+    scored = [(r["id"], scorer(r["terms"], r["term_count"])) for r in rows]
     return sorted(scored, key=lambda hit: (-hit[1], hit[0]))[:limit]
 
 
