@@ -42,12 +42,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _post(port: int, body: bytes, timeout: float) -> tuple[int, bytes]:
-    """One HTTP/1.1 POST / on a fresh connection; returns (status, body)."""
+def _post(port: int, body: bytes, timeout: float, headers: bytes = b"") -> tuple[int, bytes]:
+    """One HTTP/1.1 POST / on a fresh connection (`headers`: more header lines, each ending in
+    CRLF); returns (status, body)."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(
             b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+            + headers
+            + b"Connection: close\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
         )
         chunks: list[bytes] = []
         while chunk := sock.recv(65536):
@@ -81,6 +86,10 @@ class Server:
     server_pid: int | None = None
     seen: dict[int, psutil.Process] = field(default_factory=dict)
     startup_s: float = 0.0
+    # the readiness probe: a blocking send, its extra headers, and what its answer must contain
+    ready_body: bytes = READY_BODY
+    ready_headers: bytes = b""
+    ready_marker: bytes = b'"completed"'
 
     @property
     def url(self) -> str:
@@ -118,12 +127,12 @@ class Server:
                     f"see {self.log_path}"
                 )
             try:
-                status, body = _post(self.port, READY_BODY, timeout=10)
+                status, body = _post(self.port, self.ready_body, 10, self.ready_headers)
             except OSError as exc:
                 last_error = str(exc)
                 time.sleep(0.2)
                 continue
-            if status == 200 and b'"completed"' in body:
+            if status == 200 and self.ready_marker in body:
                 return
             last_error = f"HTTP {status}: {body[:300]!r}"
             # It answers, but wrongly: give it a little while (e.g. a pool filling), not forever.

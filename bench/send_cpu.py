@@ -110,10 +110,11 @@ def commits(server: Server) -> int | None:
     return int(out.strip())
 
 
-def measure(server: Server, connections: int, seconds: float) -> dict[str, Any]:
+def measure(server: Server, connections: int, seconds: float, **wrk: Any) -> dict[str, Any]:
+    """One wrk run's figures; `wrk` goes to run_wrk (another script: bench/send_v1.py)."""
     commits_before = commits(server)
     before = server.cpu_snapshot()
-    result = run_wrk(server, connections, seconds)
+    result = run_wrk(server, connections, seconds, **wrk)
     after = server.cpu_snapshot()
     commits_after = commits(server)
     own = server.server_pids()
