@@ -3,6 +3,8 @@ engine takes. Nothing is restated: 0.2.1 records are read as a2a-sdk's 0.3 model
 fields), converted by a2a-sdk's `compat.v0_3.conversions` to the 1.0 proto messages, and
 written by protobuf's JSON mapping (camelCase, `TASK_STATE_*`, timestamps in UTC with `Z`)."""
 
+import functools
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -53,6 +55,41 @@ def _required(field: Any) -> bool:
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class _Field:
+    """What `_missing` needs to know of one field, read once per message type."""
+
+    name: str
+    json_name: str
+    required: bool
+    repeated: bool
+    is_message: bool
+    nested: bool  # a message of ours to look into (not Struct, Timestamp or a map)
+
+
+@functools.cache
+def _fields(descriptor: Any) -> tuple[_Field, ...]:
+    """The fields of a message type as `_missing` walks them (descriptors are immutable, and
+    reading a field's options costs more than the walk itself)."""
+    fields = []
+    for field in descriptor.fields:
+        nested = field.message_type
+        ours = nested is not None and not (
+            nested.full_name.startswith("google.protobuf.") or nested.GetOptions().map_entry
+        )
+        fields.append(
+            _Field(
+                field.name,
+                field.json_name,
+                _required(field),
+                field.is_repeated,
+                nested is not None,
+                ours,
+            )
+        )
+    return tuple(fields)
+
+
 def _missing(message: ProtoMessage, path: str = "") -> list[str]:
     """The fields the proto marks REQUIRED (google.api.field_behavior) that `message` or a
     message in it leaves unset, empty, or at the unspecified enum value; and parts without
@@ -60,28 +97,22 @@ def _missing(message: ProtoMessage, path: str = "") -> list[str]:
     missing: list[str] = []
     if isinstance(message, pb.Part) and message.WhichOneof("content") is None:
         missing.append(f"{path}text, raw, url or data" if path else "content")
-    for field in message.DESCRIPTOR.fields:
+    for field in _fields(message.DESCRIPTOR):
         name = path + field.json_name
-        required = _required(field)
-        nested = field.message_type
-        if nested is not None and (
-            nested.full_name.startswith("google.protobuf.") or nested.GetOptions().map_entry
-        ):
-            nested = None  # Struct, Timestamp, maps: nothing of ours inside
-        if field.is_repeated:
+        if field.repeated:
             values = getattr(message, field.name)
-            if required and not values:
+            if field.required and not values:
                 missing.append(name)
-            if nested is not None:
+            if field.nested:
                 for i, value in enumerate(values):
                     missing += _missing(value, f"{name}[{i}].")
-        elif field.message_type is not None:
+        elif field.is_message:
             if message.HasField(field.name):
-                if nested is not None:
+                if field.nested:
                     missing += _missing(getattr(message, field.name), name + ".")
-            elif required:
+            elif field.required:
                 missing.append(name)
-        elif required and not getattr(message, field.name):
+        elif field.required and not getattr(message, field.name):
             missing.append(name)
     return missing
 
