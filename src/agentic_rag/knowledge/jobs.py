@@ -31,6 +31,28 @@ class Job:
     created_at: datetime
 
 
+@dataclass(frozen=True)
+class StoredPage:
+    """The document a page of a job stored, as it is now."""
+
+    document_id: str
+    uri: str
+    title: str
+    chunks: int
+    notes: list[str]
+    metadata: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class RecordedPage:
+    url: str
+    state: str
+    """queued, handled, ingested, unchanged, skipped or failed"""
+    reason: str
+    document: StoredPage | None
+
+
 def request_key(kind: str, arguments: dict[str, Any]) -> bytes:
     return hashlib.sha256(orjson.dumps([kind, arguments], option=orjson.OPT_SORT_KEYS)).digest()
 
@@ -178,17 +200,36 @@ class JobStore:
             document_id,
         )
 
-    async def pages(self, tenant: str, job_id: str) -> list[dict[str, Any]]:
+    async def pages(self, tenant: str, job_id: str) -> list[RecordedPage]:
+        """The job's pages as recorded, each with the document it stored (if it still exists):
+        what a resumed run counts into its summary."""
         rows = await self._pool.fetch(
-            "SELECT url, depth, state, reason, document_id FROM ingest_job_pages "
-            "WHERE tenant = $1 AND job_id = $2 ORDER BY seq",
+            "SELECT p.url, p.state, p.reason, d.id, d.uri, d.title, d.chunk_count, d.notes, "
+            "d.metadata, d.created_at FROM ingest_job_pages p LEFT JOIN documents d "
+            "ON d.tenant = p.tenant AND d.id = p.document_id "
+            "WHERE p.tenant = $1 AND p.job_id = $2 ORDER BY p.seq",
             tenant,
             job_id,
         )
-        return [dict(r) for r in rows]
+        return [_recorded_page(row) for row in rows]
 
 
 _COLUMNS = "id, kind, state, arguments, progress, summary, error, created_at"
+
+
+def _recorded_page(row: asyncpg.Record) -> RecordedPage:
+    document = None
+    if row["id"] is not None:
+        document = StoredPage(
+            document_id=row["id"],
+            uri=row["uri"],
+            title=row["title"],
+            chunks=row["chunk_count"],
+            notes=list(row["notes"]),
+            metadata=orjson.loads(row["metadata"]),
+            created_at=row["created_at"],
+        )
+    return RecordedPage(row["url"], row["state"], row["reason"] or "", document)
 
 
 def _job(row: asyncpg.Record | None) -> Job:

@@ -258,18 +258,39 @@ class KnowledgeService:
         return await self.ingestion.run_job(tenant, job_id, "url", arguments, report, body)
 
     async def _resume_crawl(self, run: JobRun) -> int:
-        """Count what an earlier run of this job did into its summary; the pages it requested."""
-        requested = 0
+        """Count what earlier runs of this job did (on this worker or one that is gone) into
+        its summary, from the job's record: the pages and the documents they stored, with
+        their chunks. Returns the pages they requested."""
+        requested, summary = 0, run.summary
         for page in await self.jobs.pages(run.tenant, run.job.id):
-            state, url, reason = page["state"], page["url"], page["reason"] or ""
-            if state in ("ingested", "unchanged", "failed"):
+            if page.state in ("ingested", "unchanged", "failed"):
                 requested += 1
-            if state == "ingested":
-                run.summary.ingested += 1
-            elif state == "unchanged":
-                run.summary.unchanged += 1
-            elif state in ("skipped", "failed"):
-                _note_outcome(run.summary, state, url, reason)
+            if page.state == "ingested":
+                summary.ingested += 1
+            elif page.state == "unchanged":
+                summary.unchanged += 1
+            elif page.state in ("skipped", "failed"):
+                _note_outcome(summary, page.state, page.url, page.reason)
+            stored = page.document
+            if stored is None or page.state not in ("ingested", "unchanged"):
+                continue
+            status = "unchanged"
+            if page.state == "ingested":
+                status = "created" if stored.created_at >= run.job.created_at else "updated"
+                summary.chunks += stored.chunks
+            extraction = stored.metadata.get("extraction")
+            summary.documents.append(
+                IngestedDocument(
+                    document_id=stored.document_id,
+                    uri=stored.uri,
+                    title=stored.title,
+                    status=status,
+                    chunks=stored.chunks if status != "unchanged" else 0,
+                    notes=stored.notes,
+                    coverage=extraction.get("coverage") if isinstance(extraction, dict) else None,
+                    extraction=extraction.get("method") if isinstance(extraction, dict) else None,
+                )
+            )
         return requested
 
     async def _crawled(
