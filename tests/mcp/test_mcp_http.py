@@ -188,13 +188,19 @@ async def test_a_declined_question_ends_the_call_with_an_error(sut: LiveServer) 
 
 async def test_without_elicitation_the_error_says_what_is_missing(sut: LiveServer) -> None:
     async with Client(mcp_url(sut)) as client:
-        asked = await client.call_tool("script", {"text": "ask"})
+        # A person's answer needs elicitation: a 2026-07-28 request that did not declare it
+        # is refused (MissingRequiredClientCapabilityError); missing arguments the model can
+        # send, so their call ends isError naming them.
+        with pytest.raises(MCPError) as asked:
+            await client.call_tool("script", {"text": "ask"})
         missing = await client.call_tool("script", {})
-    assert asked.is_error and missing.is_error
-    assert text_of(asked) == (
+    assert asked.value.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert asked.value.message == (
         "tool 'script' needs an answer to: What should I answer? Reply on this task. It cannot "
         "ask for it because the client does not support elicitation (form mode)."
     )
+    assert asked.value.data == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+    assert missing.is_error
     assert text_of(missing) == (
         "tool 'script' needs input: Which text should tool 'script' use? Missing arguments: "
         "text. It cannot ask for them because the client does not support elicitation (form "

@@ -32,8 +32,8 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentic_rag.mcp.access import Context
 from agentic_rag.mcp.client_log import DEFAULT_LEVEL, LEVELS
-from agentic_rag.mcp.elicitation import ANSWER, cannot_ask
-from agentic_rag.mcp.server import MAX_ROUNDS, elicitation_channel
+from agentic_rag.mcp.elicitation import ANSWER
+from agentic_rag.mcp.server import MAX_ROUNDS, elicitation_channel, unaskable
 
 API_KEY_HEADER = "X-API-Key"
 
@@ -222,7 +222,7 @@ class Bridge:
                 return result  # the client answers and retries, through this bridge again
             if channel != "request":
                 message, fields = _what_is_asked(questions)
-                return _error(cannot_ask(params.name, message, fields, channel))
+                return unaskable(ctx, params.name, message, fields, channel)
             responses = {}
             for key, question in questions.items():
                 responses[key] = await ctx.session.elicit_form(

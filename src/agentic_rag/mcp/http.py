@@ -26,10 +26,12 @@ from starlette.types import Receive, Scope, Send
 
 from agentic_rag.config import Settings
 from agentic_rag.mcp.access import principal_from_http
+from agentic_rag.mcp.request_state import sealed_by_signing_keys
 from agentic_rag.mcp.server import build_server
 from agentic_rag.mcp.subscriptions import DocumentChanges, TenantListen
 from agentic_rag.skills import SkillRegistry
 from agentic_rag.storage.pool import Pool
+from agentic_rag.tasks.push import SigningKeys
 from agentic_rag.tasks.service import TaskService
 
 if TYPE_CHECKING:
@@ -165,12 +167,15 @@ class McpHttp:
         listen = TenantListen(principal_from_http) if knowledge is not None else None
         self._changes = DocumentChanges(listen.changed) if listen is not None else None
         self._database = database
+        # The key of round trips' state comes from the signing keys every worker shares.
+        self._keys = SigningKeys(database)
         self.server: Server[Any] = build_server(
             registry,
             principal_from_http,
             tasks=tasks,
             knowledge=knowledge,
             listen=listen,
+            request_state=sealed_by_signing_keys(self._keys, principal_from_http),
             instructions=settings.agent_description,
         )
         security = transport_security(settings)
@@ -191,6 +196,7 @@ class McpHttp:
     async def run(self) -> AsyncIterator[None]:
         """Run the session managers: a mounted app's own lifespan never runs."""
         sse, json = self._managers
+        await self._keys.load()
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(sse.run())
             await stack.enter_async_context(json.run())

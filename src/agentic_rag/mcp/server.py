@@ -11,7 +11,7 @@ and handshake-era clients may run it as an MCP task (tasks.py); other calls run 
 
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import mcp.types as types
 from mcp.server import Server
+from mcp.server.caching import CacheableMethod, CacheHint
+from mcp.server.request_state import RequestStateBoundary
 from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
@@ -39,6 +41,7 @@ from agentic_rag.mcp.elicitation import (
     Declined,
     Gathered,
     Question,
+    Round,
     cannot_ask,
     decode_state,
     encode_state,
@@ -64,6 +67,19 @@ MAX_ROUNDS = 10
 
 # The key of the one elicitation an InputRequiredResult carries.
 INPUT_KEY = "input"
+
+# How long a 2026-07-28 client may reuse a list or a read (`ttlMs`), and whether a shared
+# cache may (`cacheScope`). What a credential sees is its own (its tenant's documents, the tools
+# of its key's groups): private. The template is the same for everyone. Document lists and
+# texts change when anything is ingested, so they are kept briefly (`subscriptions/listen`
+# says when they change); tools and prompts change only with the deployment.
+CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
+    "tools/list": CacheHint(ttl_ms=300_000, scope="private"),
+    "prompts/list": CacheHint(ttl_ms=300_000, scope="private"),
+    "resources/templates/list": CacheHint(ttl_ms=3_600_000, scope="public"),
+    "resources/list": CacheHint(ttl_ms=10_000, scope="private"),
+    "resources/read": CacheHint(ttl_ms=10_000, scope="private"),
+}
 
 
 def input_schema(skill: Skill) -> dict[str, Any]:
@@ -106,6 +122,31 @@ def elicitation_channel(ctx: Context) -> Channel | str:
         return "the client does not support elicitation (form mode)"
     # 2026-07-28: asked in the result, answered in a retry of the call, so stateless.
     return "input-required" if modern else "request"
+
+
+def unaskable(
+    ctx: Context, tool: str, message: str, fields: Sequence[str], reason: str
+) -> types.CallToolResult:
+    """The answer to a call whose question cannot be asked (`reason` says why).
+
+    A question only a person can answer (free text, such as `clear_graph`'s confirmation)
+    needs the client's elicitation capability: a 2026-07-28 request that did not declare it is
+    refused with `MissingRequiredClientCapabilityError` (HTTP 400), as the spec requires.
+    Missing arguments need no person (the model can send them): an `isError` result names them,
+    as it does for every handshake-era client.
+    """
+    text = cannot_ask(tool, message, fields, reason)
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and not fields:
+        required = types.ClientCapabilities(
+            elicitation=types.ElicitationCapability(form=types.FormElicitationCapability())
+        )
+        data = types.MissingRequiredClientCapabilityErrorData(required_capabilities=required)
+        raise MCPError(
+            types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            text,
+            data=data.model_dump(by_alias=True, mode="json", exclude_none=True),
+        )
+    return tool_error(text)
 
 
 CallKey = tuple[str, str, types.RequestId]
@@ -202,6 +243,9 @@ class SkillTools:
             # A 2026-07-28 retry: what earlier rounds gathered, plus this round's answer.
             previous = decode_state(params.request_state, skill.name)
             answer = (params.input_responses or {}).get(INPUT_KEY)
+            if answer is None:
+                # Not answered: the spec has the question asked again rather than an error.
+                return _ask_again(skill, previous)
             try:
                 gathered = merge(previous.gathered, previous.fields, previous.message, answer)
             except Declined as exc:
@@ -239,9 +283,7 @@ class SkillTools:
                 if channel == "input-required":
                     return _input_required(skill, gathered, question, rounds)
                 if channel != "request":
-                    return tool_error(
-                        cannot_ask(skill.name, question.message, question.fields, channel)
-                    )
+                    return unaskable(ctx, skill.name, question.message, question.fields, channel)
                 try:
                     gathered = await _ask(ctx, gathered, question)
                 except Declined as exc:
@@ -290,6 +332,15 @@ def _input_required(
     )
 
 
+def _ask_again(skill: Skill, previous: Round) -> types.CallToolResult | types.InputRequiredResult:
+    question = question_for(skill, InputRequired(previous.message, previous.fields))
+    if question is None:  # the skill's arguments changed since the question was asked
+        return tool_error(f"tool {skill.name!r} can no longer ask: {previous.message}")
+    if previous.rounds >= MAX_ROUNDS:
+        return tool_error(f"tool {skill.name!r} still needs input after {MAX_ROUNDS} answers")
+    return _input_required(skill, previous.gathered, question, previous.rounds + 1)
+
+
 async def _ask(ctx: Context, gathered: Gathered, question: Question) -> Gathered:
     """Ask over the connection (handshake-era clients with a back channel) and merge the answer."""
     try:
@@ -318,6 +369,7 @@ def build_server(
     knowledge: "KnowledgeService | None",
     subscriptions: DocumentSubscriptions | None = None,
     listen: TenantListen | None = None,
+    request_state: RequestStateBoundary,
     instructions: str | None = None,
 ) -> Server[Any]:
     """An MCP server whose tools are the skills of `registry`, each called as `principal_for`.
@@ -326,7 +378,8 @@ def build_server(
     knowledge service, whose documents are resources (None: no documents);
     `subscriptions`, for a server of one lasting connection (stdio), its client's
     subscriptions to documents (None: no `resources/subscribe`); `listen` the streams of
-    document changes of 2026-07-28 clients (None: no `subscriptions/listen`).
+    document changes of 2026-07-28 clients (None: no `subscriptions/listen`);
+    `request_state` seals the state of 2026-07-28 round trips (request_state.py).
     """
     levels = LogLevels(principal_for)
     tools = SkillTools(registry, principal_for, DurableCalls(tasks), levels)
@@ -337,6 +390,7 @@ def build_server(
         "agentic-rag",
         version=_version(),
         instructions=instructions,
+        cache_hints=CACHE_HINTS,
         get_tool_input_schema=tools.input_schema_of,
         on_list_tools=tools.list_tools,
         on_call_tool=tools.call_tool,
@@ -353,6 +407,7 @@ def build_server(
     # Added, not passed: the SDK warns of the constructor's argument (gone in 2026-07-28,
     # where a request asks for log lines in its `_meta`; client_log.py).
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, levels.set_level)
+    server.middleware.append(request_state)
     if subscriptions is not None:
         server.middleware.append(subscriptions.seen)
     server.add_notification_handler(

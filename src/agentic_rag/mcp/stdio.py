@@ -19,6 +19,7 @@ from mcp.server.stdio import stdio_server
 from agentic_rag.config import Settings
 from agentic_rag.mcp.access import fixed_principal
 from agentic_rag.mcp.bridge import bridge_server, describe, endpoint
+from agentic_rag.mcp.request_state import sealed_in_process
 from agentic_rag.mcp.server import build_server
 from agentic_rag.mcp.subscriptions import DocumentChanges, DocumentSubscriptions, TenantListen
 from agentic_rag.security.principal import LOCAL
@@ -74,6 +75,7 @@ async def serve_local(engine: LocalEngine) -> None:
                 knowledge=knowledge,
                 subscriptions=subscriptions,
                 listen=listen,
+                request_state=sealed_in_process(principal_for),
                 instructions=engine.settings.agent_description,
             )
             if subscriptions is None or listen is None:

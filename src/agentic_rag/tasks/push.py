@@ -24,6 +24,8 @@ import httpx
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -99,6 +101,19 @@ class SigningKeys:
         """A compact JWS of `claims`, ES256, with the signing key's `kid` in the header."""
         key = self._signing
         return jwt.encode(claims, key.private_key, algorithm=ALGORITHM, headers={"kid": key.kid})
+
+    def derived_secrets(self, purpose: str) -> list[bytes]:
+        """A secret for `purpose` from each key, newest first: HKDF-SHA256 over the key's private
+        scalar, `purpose` as its info, so no two uses share key material. Every worker derives
+        the same ones (MCP's requestState, mcp/request_state.py)."""
+        if not self._keys:
+            raise RuntimeError("the signing keys are not loaded (the engine's start does)")
+        return [
+            HKDF(algorithm=SHA256(), length=32, salt=None, info=purpose.encode()).derive(
+                key.private_key.private_numbers().private_value.to_bytes(32, "big")
+            )
+            for key in self._keys
+        ]
 
     def jwks(self) -> dict[str, list[dict[str, str]]]:
         """The public keys as a JWK Set, for `/.well-known/jwks.json`."""
