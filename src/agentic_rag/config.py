@@ -215,6 +215,12 @@ class Settings(BaseSettings):
         description="Most tokens of one reply of the local model, whatever a request asks: "
         "a small model can repeat itself until its context is full.",
     )
+    use_client_model: bool = Field(
+        False,
+        description="Without an LLM, answer (and grade, extract) with the MCP client's own "
+        "model through sampling, when the client offers it, unless a call says "
+        "`use_client_model: false`: the passages are sent to the client's model.",
+    )
     reranker_directory: Path | None = Field(
         None,
         description="A local ONNX cross-encoder (model.onnx, tokenizer.json) for the "

@@ -7,9 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentic_rag.knowledge import grounding
-from agentic_rag.llm.chat import OpenAIChat
+from agentic_rag.llm.chat import Chat
 
 NO_LLM = "No LLM is configured, so this answer quotes the best passages"
+NO_CLIENT_MODEL = (
+    "No LLM is configured and the client's model was asked for, but {why}, so this answer "
+    "quotes the best passages"
+)
 NOTHING_FOUND = "Nothing in the knowledge base matches this question."
 QUOTED_PASSAGES = 3
 SENTENCES_PER_PASSAGE = 2
@@ -97,8 +101,9 @@ def extractive(query: str, passages: Sequence[str], *, why: str = NO_LLM) -> str
     return "\n".join(lines)
 
 
-async def synthesised(llm: OpenAIChat, query: str, passages: Sequence[str]) -> Synthesis:
-    """The LLM's answer from the numbered passages, and whether it is grounded in them."""
+async def synthesised(llm: Chat, query: str, passages: Sequence[str]) -> Synthesis:
+    """The model's answer (the configured LLM's, or the caller's own) from the numbered
+    passages, and whether it is grounded in them."""
     text = unescaped(
         (await llm.complete(prompt(query, passages), max_tokens=ANSWER_TOKENS)).strip()
     )

@@ -3,7 +3,7 @@
 - `mmr`: maximal marginal relevance over the candidates' vectors (diversity; no model);
 - `cross-encoder`: an ONNX cross-encoder from a configured local directory (`model.onnx` and
   `tokenizer.json`), scoring each (query, passage) pair;
-- `llm`: the configured LLM grades each passage.
+- `llm`: the configured LLM (or the caller's own model, asked for) grades each passage.
 `rrf` needs no reranker: it is the fusion itself.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agentic_rag.llm.chat import LLMError, OpenAIChat
+from agentic_rag.llm.chat import Chat, LLMError
 
 
 def mmr(
@@ -97,7 +97,7 @@ _LLM_GRADING = (
 )
 
 
-async def llm_grades(llm: OpenAIChat, query: str, passages: Sequence[str]) -> list[float]:
+async def llm_grades(llm: Chat, query: str, passages: Sequence[str]) -> list[float]:
     """The LLM's 0-10 grade of each passage for `query`."""
     numbered = "\n\n".join(f"[{i}] {p}" for i, p in enumerate(passages, start=1))
     reply = await llm.complete(

@@ -59,8 +59,8 @@ class Citation(BaseModel):
 class Answer(BaseModel):
     text: str
     mode: str = Field(
-        description="llm, or extractive: quotes, when no LLM is configured or its answer failed "
-        "the grounding check"
+        description="llm, client-model (the MCP client's model, through sampling), or "
+        "extractive: quotes, when there is no model or its answer failed the grounding check"
     )
     citations: list[Citation]
     note: str | None = Field(

@@ -42,7 +42,8 @@ from agentic_rag.knowledge.store import KnowledgeStore
 from agentic_rag.knowledge.store.search import Filters, Hit
 from agentic_rag.knowledge.store.spaces import Space
 from agentic_rag.knowledge.trajectories import TrajectoryStore
-from agentic_rag.llm.chat import OpenAIChat
+from agentic_rag.llm.chat import Chat, OpenAIChat
+from agentic_rag.skills import SkillError
 
 Retriever = Literal["dense", "lexical", "graph"]
 Reranker = Literal["rrf", "mmr", "cross-encoder", "llm"]
@@ -107,18 +108,19 @@ class Retrieval:
         """The store's active space (known once the knowledge engine started)."""
         return self._active.space
 
-    def available_rerankers(self) -> list[str]:
+    def available_rerankers(self, client_model: Chat | None = None) -> list[str]:
         available = ["rrf", "mmr"]
         if self._cross_encoder is not None:
             available.append("cross-encoder")
-        if self._llm is not None:
+        if self._llm is not None or client_model is not None:
             available.append("llm")
         return available
 
-    def best_reranker(self) -> Reranker | None:
-        """The strongest model reranker configured: the LLM, else the cross-encoder, else none
-        (MMR trades relevance for diversity: measured, it lowers nDCG@10 after fusion)."""
-        if self._llm is not None:
+    def best_reranker(self, client_model: Chat | None = None) -> Reranker | None:
+        """The strongest model reranker configured: the LLM (or the caller's model, given),
+        else the cross-encoder, else none (MMR trades relevance for diversity: measured, it
+        lowers nDCG@10 after fusion)."""
+        if self._llm is not None or client_model is not None:
             return "llm"
         if self._cross_encoder is not None:
             return "cross-encoder"
@@ -135,11 +137,16 @@ class Retrieval:
         reranker: Reranker | None = None,
         similarity_threshold: float | None = None,
         answer: bool = False,
+        client_model: Chat | None = None,
+        no_model: str = answers.NO_LLM,
     ) -> SearchResult:
-        if reranker is not None and reranker not in self.available_rerankers():
+        """`client_model`: the caller's own model, asked for, which answers and grades (the
+        `llm` reranker) when no LLM is configured; `no_model` says why an answer quotes when
+        there is no model at all."""
+        if reranker is not None and reranker not in self.available_rerankers(client_model):
             raise InvalidRequest(
                 f"reranker {reranker!r} is not available here; available: "
-                f"{', '.join(self.available_rerankers())}"
+                f"{', '.join(self.available_rerankers(client_model))}"
                 + (
                     " (cross-encoder needs AGENTIC_RAG_RERANKER_DIRECTORY)"
                     if reranker == "cross-encoder"
@@ -186,7 +193,7 @@ class Retrieval:
         rerank_trace: dict[str, Any] | None = None
         if reranker not in (None, "rrf"):
             before = ranked[: config.rerank_candidates]
-            ranked = await self._rerank(reranker, query, before, tenant)
+            ranked = await self._rerank(reranker, query, before, tenant, client_model)
             rerank_trace = {
                 "reranker": reranker,
                 "before": _ranks(before),
@@ -213,7 +220,7 @@ class Retrieval:
             for rank, (chunk_id, score) in enumerate(final, start=1)
         ]
         clock.lap("fetch")
-        reply = await self._answer(query, hits) if answer else None
+        reply = await self._answer(query, hits, client_model, no_model) if answer else None
         if reply is not None:
             clock.lap("answer")
         trajectory_id = new_id()
@@ -351,6 +358,7 @@ class Retrieval:
         query: str,
         candidates: list[tuple[int, float]],
         tenant: str,
+        client_model: Chat | None,
     ) -> list[tuple[int, float]]:
         ids = [c for c, _ in candidates]
         if reranker == "mmr":
@@ -363,24 +371,40 @@ class Retrieval:
             assert self._cross_encoder is not None
             scores = await self._cross_encoder.score(query, passages)
         else:
-            assert self._llm is not None
-            scores = await llm_grades(self._llm, query, passages)
+            grader = self._llm if self._llm is not None else client_model
+            assert grader is not None
+            scores = await llm_grades(grader, query, passages)
         order = sorted(zip(present, scores, strict=True), key=lambda p: (-p[1], ids.index(p[0])))
         return order
 
-    async def _answer(self, query: str, hits: Sequence[SearchHit]) -> Answer:
+    async def _answer(
+        self, query: str, hits: Sequence[SearchHit], client_model: Chat | None, no_model: str
+    ) -> Answer:
         passages = [h.text for h in hits]
         note = rejected = None
-        if self._llm is not None and passages:
-            synthesis = await answers.synthesised(self._llm, query, passages)
-            if synthesis.verdict.grounded:
-                text, mode = synthesis.text, "llm"
-            else:
-                note = f"The LLM's answer was withheld because {synthesis.verdict.problem}"
-                text, mode = answers.extractive(query, passages, why=note), "extractive"
-                rejected = synthesis.text
+        # The configured LLM first; the caller's model only where there is none.
+        model: Chat | None = self._llm
+        mode, whose = "llm", "The LLM's"
+        if model is None:
+            model, mode, whose = client_model, "client-model", "The client's model's"
+        synthesis = None
+        if model is not None and passages:
+            try:
+                synthesis = await answers.synthesised(model, query, passages)
+            except SkillError as exc:
+                if model is self._llm:
+                    raise
+                # The caller's model may be declined by its user: the quotes still answer.
+                note = f"The client's model did not answer ({exc})"
+        if synthesis is not None and synthesis.verdict.grounded:
+            text = synthesis.text
+        elif synthesis is not None:
+            note = f"{whose} answer was withheld because {synthesis.verdict.problem}"
+            text, mode = answers.extractive(query, passages, why=note), "extractive"
+            rejected = synthesis.text
         else:
-            text, mode = answers.extractive(query, passages), "extractive"
+            text = answers.extractive(query, passages, why=note or no_model)
+            mode = "extractive"
         return Answer(
             text=text,
             mode=mode,

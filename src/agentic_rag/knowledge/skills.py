@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agentic_rag.knowledge import answers
 from agentic_rag.knowledge.errors import KnowledgeError
 from agentic_rag.knowledge.explain_report import explanation_text, with_titles
 from agentic_rag.knowledge.results import (
@@ -24,10 +25,16 @@ from agentic_rag.knowledge.results import (
 from agentic_rag.knowledge.retrieval import Reranker
 from agentic_rag.knowledge.service import KnowledgeService
 from agentic_rag.knowledge.store.search import Filters
+from agentic_rag.llm.chat import Chat
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
 from agentic_rag.skills.refusals import refusing_skill
 
 SourceKind = Literal["url", "pdf", "youtube", "text"]
+
+CLIENT_MODEL = (
+    "Without a server LLM, answer (and grade, for reranker llm) with your MCP client's model "
+    "through sampling; the passages go to that model. Unset: the server's setting"
+)
 
 
 class SearchFilters(BaseModel):
@@ -75,6 +82,7 @@ class HybridRetrieveInput(BaseModel):
     reranker: Reranker | None = Field(None, description="A specific reranker (implies reranking)")
     filters: SearchFilters = Field(default_factory=SearchFilters)
     answer: bool = Field(True, description="Also answer the question with numbered citations")
+    use_client_model: bool | None = Field(None, description=CLIENT_MODEL)
 
 
 class RerankInput(BaseModel):
@@ -84,6 +92,7 @@ class RerankInput(BaseModel):
     )
     top_k: int = Field(5, ge=1, le=100)
     filters: SearchFilters = Field(default_factory=SearchFilters)
+    use_client_model: bool | None = Field(None, description=CLIENT_MODEL)
 
 
 class ExplainInput(BaseModel):
@@ -202,6 +211,20 @@ def _render_ingest(summary: IngestSummary) -> str:
     return "\n".join(lines)
 
 
+def _client_model(
+    knowledge: KnowledgeService, ctx: SkillContext, asked: bool | None
+) -> tuple[Chat | None, str]:
+    """The caller's model, when the call asks for it (or the setting does and the call does not
+    refuse it) and no LLM is configured; and why an answer without any model quotes."""
+    wanted = knowledge.settings.use_client_model if asked is None else asked
+    if not wanted or knowledge.llm is not None:
+        return None, answers.NO_LLM
+    if ctx.client_model is None:
+        why = "this call's client offers no model (MCP sampling, within the request)"
+        return None, answers.NO_CLIENT_MODEL.format(why=why)
+    return ctx.client_model, answers.NO_LLM
+
+
 def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -> None:
     """Register the knowledge skills, which call `knowledge`."""
     skill = functools.partial(refusing_skill, registry, KnowledgeError)
@@ -218,9 +241,10 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
     )
     async def hybrid_retrieve(ctx: SkillContext, args: HybridRetrieveInput) -> SearchResult:
         service = knowledge
+        client_model, no_model = _client_model(knowledge, ctx, args.use_client_model)
         reranker = args.reranker
         if reranker is None and args.use_reranking:
-            reranker = service.retrieval.best_reranker()
+            reranker = service.retrieval.best_reranker(client_model)
         return await service.retrieval.search(
             ctx.tenant,
             args.query,
@@ -229,6 +253,8 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
             retrievers=("dense", "lexical", "graph"),
             reranker=reranker,
             answer=args.answer,
+            client_model=client_model,
+            no_model=no_model,
         )
 
     @skill(
@@ -256,6 +282,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
         render=_render_search,
     )
     async def query_with_reranking(ctx: SkillContext, args: RerankInput) -> SearchResult:
+        client_model, no_model = _client_model(knowledge, ctx, args.use_client_model)
         return await knowledge.retrieval.search(
             ctx.tenant,
             args.query,
@@ -263,6 +290,8 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
             filters=args.filters.to_filters(),
             reranker=args.reranker,
             answer=True,
+            client_model=client_model,
+            no_model=no_model,
         )
 
     @skill(

@@ -4,6 +4,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
 
+from agentic_rag.llm.chat import Chat
 from agentic_rag.mcp.client_log import ClientLog, Level
 from agentic_rag.skills import InputRequired, ResultPart
 
@@ -36,10 +37,17 @@ class McpSkillContext:
     progress messages, like `progress` texts.
     """
 
-    def __init__(self, tenant: str, texts: Sequence[str], steps: ProgressSteps) -> None:
+    def __init__(
+        self,
+        tenant: str,
+        texts: Sequence[str],
+        steps: ProgressSteps,
+        client_model: Chat | None = None,
+    ) -> None:
         self._tenant = tenant
         self._texts = list(texts)
         self._steps = steps
+        self._client_model = client_model  # sampling.py: the client's model, if it offers one
         # A tool call has no A2A task; each call is its own task and context.
         self._task_id = self._context_id = str(uuid.uuid4())
 
@@ -62,6 +70,10 @@ class McpSkillContext:
     @property
     def message_ids(self) -> list[str]:
         return []  # a tool call's arguments are no messages
+
+    @property
+    def client_model(self) -> Chat | None:
+        return self._client_model
 
     async def progress(self, text: str) -> None:
         await self._steps.step(text)

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
+from agentic_rag.llm.chat import Chat
 from agentic_rag.mcp.access import Context, PrincipalFor, require
 from agentic_rag.mcp.calls import (
     ArgumentsError,
@@ -50,6 +51,7 @@ from agentic_rag.mcp.elicitation import (
 )
 from agentic_rag.mcp.prompts import CitationPrompt
 from agentic_rag.mcp.resources import DocumentResources
+from agentic_rag.mcp.sampling import CallSampling, SamplingNeeded
 from agentic_rag.mcp.subscriptions import DocumentSubscriptions, TenantListen
 from agentic_rag.mcp.tasks import EXECUTION, McpTasks, TaskServer
 from agentic_rag.security.principal import Principal
@@ -239,9 +241,13 @@ class SkillTools:
     ) -> types.CallToolResult | types.InputRequiredResult:
         skill = find_skill(self.registry, params.name)
         gathered, rounds = Gathered.first(skill, params.arguments or {}), 0
-        if params.request_state is not None:
+        # The client's model (sampling.py), and the replies it gave in earlier rounds.
+        sampling = CallSampling.of(ctx, params)
+        if sampling.resumed is not None:
+            gathered, rounds = sampling.resumed
+        elif sampling.request_state is not None:
             # A 2026-07-28 retry: what earlier rounds gathered, plus this round's answer.
-            previous = decode_state(params.request_state, skill.name)
+            previous = decode_state(sampling.request_state, skill.name)
             answer = (params.input_responses or {}).get(INPUT_KEY)
             if answer is None:
                 # Not answered: the spec has the question asked again rather than an error.
@@ -261,7 +267,9 @@ class SkillTools:
                         skill, gathered.arguments, principal.tenant, steps
                     )
                 else:
-                    output = await self._run(skill, gathered, principal.tenant, steps)
+                    output = await self._run(
+                        skill, gathered, principal.tenant, steps, sampling.model
+                    )
                     result = tool_result(skill, output)
                 if not result.is_error:
                     lines = result_lines(skill.output_model, result.structured_content)
@@ -281,13 +289,21 @@ class SkillTools:
                     )
                 channel = elicitation_channel(ctx)
                 if channel == "input-required":
-                    return _input_required(skill, gathered, question, rounds)
+                    return sampling.carried(_input_required(skill, gathered, question, rounds))
                 if channel != "request":
                     return unaskable(ctx, skill.name, question.message, question.fields, channel)
                 try:
                     gathered = await _ask(ctx, gathered, question)
                 except Declined as exc:
                     return tool_error(str(exc))
+            except SamplingNeeded as needed:
+                rounds += 1
+                if rounds > MAX_ROUNDS:
+                    return tool_error(
+                        f"tool {skill.name!r} still needs its client's model after "
+                        f"{MAX_ROUNDS} rounds"
+                    )
+                return sampling.input_required(needed, gathered, rounds)
             except SkillError as exc:
                 return tool_error(f"tool {skill.name!r} failed: {exc}")
             except ArgumentsError as exc:
@@ -302,12 +318,18 @@ class SkillTools:
                 )
 
     async def _run(
-        self, skill: Skill, gathered: Gathered, tenant: str, steps: ProgressSteps
+        self,
+        skill: Skill,
+        gathered: Gathered,
+        tenant: str,
+        steps: ProgressSteps,
+        client_model: Chat | None,
     ) -> BaseModel:
         args = validate_arguments(skill, gathered.arguments)
         # Counted like A2A's calls (docs/operations.md: agentic_rag_skill_calls_total).
         with SkillCall(skill.name, "mcp"):
-            output = await skill.handler(McpSkillContext(tenant, gathered.texts, steps), args)
+            context = McpSkillContext(tenant, gathered.texts, steps, client_model)
+            output = await skill.handler(context, args)
         if not isinstance(output, skill.output_model):
             raise TypeError(f"{skill.name} returned {type(output).__name__}, not its output model")
         return output

@@ -20,6 +20,8 @@ from typing import Any, NoReturn, Protocol
 
 from pydantic import BaseModel
 
+from agentic_rag.skills.chat import Chat
+
 
 class SkillError(Exception):
     """A failure the caller should read: the task ends `failed` with this message."""
@@ -101,6 +103,13 @@ class SkillContext(Protocol):
     def message_ids(self) -> list[str]:
         """The id of every message the caller sent on this task, oldest first (as `texts`);
         empty where the protocol has no message ids (MCP)."""
+        ...
+
+    @property
+    def client_model(self) -> Chat | None:
+        """The caller's own model, when the caller offers it for this call (MCP sampling, while
+        the request lasts); None otherwise (A2A, the CLI, a task running outside the request).
+        What a skill sends it leaves the server: use it only when the caller asked for it."""
         ...
 
     async def progress(self, text: str) -> None:

@@ -59,6 +59,10 @@ class TaskSkillContext:
     def message_ids(self) -> list[str]:
         return [m.message_id for m in self._active.task.history or [] if m.role is Role.user]
 
+    @property
+    def client_model(self) -> None:
+        return None  # a task runs apart from any request: no caller's model to reach
+
     async def progress(self, text: str) -> None:
         task = self._active.task
         self._service.emit(

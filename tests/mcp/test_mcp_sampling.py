@@ -1,0 +1,260 @@
+"""The client's model through MCP sampling (issue 20, point 6): without a server LLM, the answers
+of `hybrid_retrieve` and `query_with_reranking` (and the `llm` reranker's grades) come from the
+MCP client's own model when the call asks for it, checked against the passages as a server
+LLM's answer is.
+
+The server is the product's (a real PostgreSQL, the real embedder, no LLM configured); the
+clients are the official SDK's at 2026-07-28 (multi round-trip requests: the sampling request
+comes back in an `InputRequiredResult`) and 2025-11-25 (a `sampling/createMessage` request over
+stdio's connection). Each client's sampling callback is the test's: it plays the client's
+model, the peer of the server, and records what it was sent.
+"""
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import mcp.types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.session import ClientRequestContext
+
+from agentic_rag.knowledge import answers, grounding
+from tests.support.databases import new_database
+from tests.support.knowledge import GARDEN
+from tests.support.live import LiveServer, live_server
+from tests.support.mcp import BIN, ROOT, base_env, mcp_url
+
+QUESTION = "How many hours of direct sunlight do tomatoes need?"
+GROUNDED = "Tomatoes need at least six hours of direct sunlight a day [1]."
+CONTRADICTING = "Tomatoes do not need direct sunlight at all [1]."
+MODEL = "test-client-model"
+
+
+class ClientModel:
+    """The sampling callback of a test client: replies with `reply`, grades with `grades`
+    (the `llm` reranker's requests), and keeps every request it was sent."""
+
+    def __init__(self, reply: str, grades: dict[str, float] | None = None) -> None:
+        self.reply, self.grades = reply, grades
+        self.asked: list[types.CreateMessageRequestParams] = []
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        self.asked.append(params)
+        grading = "Grade how well" in (params.system_prompt or "")
+        text = json.dumps({"grades": self.grades}) if grading else self.reply
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text=text),
+            model=MODEL,
+            stop_reason="endTurn",
+        )
+
+    def sent(self) -> str:
+        """Everything the server sent the model: system prompts and messages."""
+        parts: list[str] = []
+        for params in self.asked:
+            parts.append(params.system_prompt or "")
+            for message in params.messages:
+                assert isinstance(message.content, types.TextContent)
+                parts.append(message.content.text)
+        return "\n".join(parts)
+
+
+class Declining:
+    """A sampling callback whose user declines every request."""
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.ErrorData:
+        return types.ErrorData(code=-1, message="the user declined the sampling request")
+
+
+def answer_of(result: types.CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    answer: dict[str, Any] = result.structured_content["answer"]
+    return answer
+
+
+def passages_of(result: types.CallToolResult) -> list[str]:
+    assert result.structured_content is not None
+    return [hit["text"] for hit in result.structured_content["hits"]]
+
+
+async def ingest_garden(client: Client) -> None:
+    ingested = await client.call_tool("ingest_text", {"text": GARDEN, "title": "Garden"})
+    assert not ingested.is_error, ingested.content
+
+
+# -- Streamable HTTP -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def server(
+    postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[LiveServer]:
+    """The product's server without an LLM, holding the garden notes."""
+    with live_server(
+        None,
+        database_url=await new_database(postgres_dsn),
+        data_dir=tmp_path_factory.mktemp("sampling"),
+    ) as live:
+        async with Client(mcp_url(live)) as client:
+            await ingest_garden(client)
+        yield live
+
+
+async def test_the_clients_model_answers_when_asked(server: LiveServer) -> None:
+    model = ClientModel(GROUNDED)
+    async with Client(mcp_url(server), sampling_callback=model) as client:
+        result = await client.call_tool(
+            "hybrid_retrieve", {"query": QUESTION, "use_client_model": True}
+        )
+    answer = answer_of(result)
+    assert answer["mode"] == "client-model"
+    assert answer["text"] == GROUNDED
+    assert answer["note"] is None and answer["rejected"] is None
+    assert answer["citations"][0]["title"] == "Garden"
+    # One request, with the answer's instructions and the passages: they went to the model.
+    (asked,) = model.asked
+    assert asked.system_prompt == answers.ANSWER_INSTRUCTIONS
+    assert "at least six hours of direct sunlight" in model.sent()
+    assert QUESTION in model.sent()
+
+
+async def test_an_answer_contradicting_the_passages_is_withheld(server: LiveServer) -> None:
+    model = ClientModel(CONTRADICTING)
+    async with Client(mcp_url(server), sampling_callback=model) as client:
+        result = await client.call_tool(
+            "hybrid_retrieve", {"query": QUESTION, "use_client_model": True}
+        )
+    answer = answer_of(result)
+    # The grounding check a server LLM's answer passes, with the same verdict.
+    verdict = grounding.check(QUESTION, CONTRADICTING, passages_of(result))
+    assert verdict.problem is not None
+    assert answer["mode"] == "extractive"
+    assert answer["rejected"] == CONTRADICTING
+    assert answer["note"] == f"The client's model's answer was withheld because {verdict.problem}"
+    assert answer["text"].startswith(answer["note"])
+    assert "six hours of direct sunlight" in answer["text"]  # the quotes answer instead
+
+
+async def test_the_llm_reranker_grades_with_the_clients_model(server: LiveServer) -> None:
+    async with Client(mcp_url(server)) as client:
+        plain = await client.call_tool("hybrid_retrieve", {"query": QUESTION, "answer": False})
+    order = passages_of(plain)
+    assert len(order) >= 2
+    # The model grades the second hit of the fused order best: it comes first once reranked.
+    model = ClientModel(GROUNDED, grades={"1": 1, "2": 10})
+    async with Client(mcp_url(server), sampling_callback=model) as client:
+        result = await client.call_tool(
+            "query_with_reranking",
+            {"query": QUESTION, "reranker": "llm", "use_client_model": True},
+        )
+    assert passages_of(result)[0] == order[1]
+    grade, reply = model.asked  # two rounds: the grades, then the answer
+    assert "Grade how well" in (grade.system_prompt or "")
+    assert reply.system_prompt == answers.ANSWER_INSTRUCTIONS
+    assert answer_of(result)["mode"] in ("client-model", "extractive")
+
+
+async def test_it_is_off_unless_asked(server: LiveServer) -> None:
+    model = ClientModel(GROUNDED)
+    async with Client(mcp_url(server), sampling_callback=model) as client:
+        unasked = await client.call_tool("hybrid_retrieve", {"query": QUESTION})
+        refused = await client.call_tool(
+            "hybrid_retrieve", {"query": QUESTION, "use_client_model": False}
+        )
+        no_llm = await client.call_tool(
+            "query_with_reranking", {"query": QUESTION, "reranker": "llm"}
+        )
+    assert model.asked == []  # nothing left for the client's model
+    for result in (unasked, refused):
+        answer = answer_of(result)
+        assert answer["mode"] == "extractive"
+        assert answer["text"].startswith(answers.NO_LLM)
+    # Not asked for, the client's model is no `llm` reranker either.
+    assert no_llm.is_error
+    assert "reranker 'llm' is not available here" in str(no_llm.content)
+
+
+async def test_a_client_without_sampling_gets_the_extractive_answer(server: LiveServer) -> None:
+    async with Client(mcp_url(server)) as client:
+        result = await client.call_tool(
+            "hybrid_retrieve", {"query": QUESTION, "use_client_model": True}
+        )
+    answer = answer_of(result)
+    assert answer["mode"] == "extractive"
+    assert answer["text"].startswith(
+        "No LLM is configured and the client's model was asked for, but this call's client "
+        "offers no model"
+    )
+    assert "six hours of direct sunlight" in answer["text"]
+
+
+async def test_a_handshake_era_client_over_stateless_http_cannot_sample(
+    server: LiveServer,
+) -> None:
+    # 2025-11-25 sampling is a request to the client, which stateless HTTP has no way to send.
+    model = ClientModel(GROUNDED)
+    async with Client(mcp_url(server), mode="legacy", sampling_callback=model) as client:
+        result = await client.call_tool(
+            "hybrid_retrieve", {"query": QUESTION, "use_client_model": True}
+        )
+    assert model.asked == []
+    answer = answer_of(result)
+    assert answer["mode"] == "extractive"
+    assert "offers no model" in answer["text"]
+
+
+# -- stdio -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def stdio_env(postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """`agentic-rag mcp` in-process, with the setting that offers the client's model by default."""
+    return base_env(
+        DATABASE_URL=await new_database(postgres_dsn),
+        AGENTIC_RAG_DATA_DIR=str(tmp_path_factory.mktemp("sampling-stdio") / "data"),
+        AGENTIC_RAG_USE_CLIENT_MODEL="true",
+    )
+
+
+def stdio_client(env: dict[str, str], **options: Any) -> Client:
+    server = StdioServerParameters(
+        command=str(BIN / "agentic-rag"), args=["mcp"], env=env, cwd=str(ROOT)
+    )
+    return Client(server, **options)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
+async def test_over_stdio_the_setting_asks_for_the_clients_model(
+    stdio_env: dict[str, str], mode: str
+) -> None:
+    model = ClientModel(GROUNDED)
+    async with stdio_client(stdio_env, mode=mode, sampling_callback=model) as client:
+        await ingest_garden(client)  # the same title again: replaced, not duplicated
+        by_setting = await client.call_tool("hybrid_retrieve", {"query": QUESTION})
+        refused = await client.call_tool(
+            "hybrid_retrieve", {"query": QUESTION, "use_client_model": False}
+        )
+    assert answer_of(by_setting)["mode"] == "client-model"
+    assert answer_of(by_setting)["text"] == GROUNDED
+    assert len(model.asked) == 1  # the call that refused it sent nothing
+    assert answer_of(refused)["mode"] == "extractive"
+
+
+async def test_over_stdio_a_declined_request_leaves_the_quotes(stdio_env: dict[str, str]) -> None:
+    async with stdio_client(stdio_env, mode="legacy", sampling_callback=Declining()) as client:
+        await ingest_garden(client)
+        result = await client.call_tool("hybrid_retrieve", {"query": QUESTION})
+    answer = answer_of(result)
+    assert answer["mode"] == "extractive"
+    assert answer["note"] == (
+        "The client's model did not answer (the client did not sample: "
+        "the user declined the sampling request)"
+    )
+    assert "six hours of direct sunlight" in answer["text"]
