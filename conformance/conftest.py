@@ -11,8 +11,6 @@ waits until its Agent Card answers, and stops it at the end (SIGTERM, then SIGKI
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,11 +23,11 @@ from typing import Any
 import httpx
 import pytest
 
+from conformance.processes import free_port, stop, stop_leftover_postgres, tail
 from conformance.support import ROOT, Rpc
 
 RUN_SUT = ROOT / "conformance" / "run-sut"
 STARTUP_TIMEOUT = 60.0
-STOP_TIMEOUT = 15.0
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,22 +54,15 @@ def sut_url(request: pytest.FixtureRequest) -> Iterator[str]:
         with _started_sut(workdir) as started:
             yield started
     finally:
-        _stop_leftover_postgres(workdir)
+        stop_leftover_postgres(workdir)
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager
 def _started_sut(workdir: Path) -> Iterator[str]:
     if not RUN_SUT.exists():
         pytest.fail(f"{RUN_SUT} does not exist; set A2A_SUT_URL or pass --sut-url")
-    port = _free_port()
+    port = free_port()
     log_path = workdir / "sut.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -93,53 +84,21 @@ def _started_sut(workdir: Path) -> Iterator[str]:
             _wait_until_ready(process, url, log_path)
             yield url
         finally:
-            _stop(process)
+            stop(process)
 
 
 def _wait_until_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            pytest.fail(f"run-sut exited with {process.returncode}:\n{_tail(log_path)}")
+            pytest.fail(f"run-sut exited with {process.returncode}:\n{tail(log_path)}")
         with suppress(httpx.HTTPError):
             if httpx.get(f"{url}/.well-known/agent.json", timeout=2).status_code == 200:
                 return
         time.sleep(0.2)
     pytest.fail(
-        f"run-sut did not serve its Agent Card within {STARTUP_TIMEOUT}s:\n{_tail(log_path)}"
+        f"run-sut did not serve its Agent Card within {STARTUP_TIMEOUT}s:\n{tail(log_path)}"
     )
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            # run-sut and whatever it started run in the session we created for it.
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.kill()
-            process.wait()
-
-
-def _stop_leftover_postgres(workdir: Path) -> None:
-    """Stop an embedded PostgreSQL that run-sut left running in `workdir`, by its pid file.
-
-    A safety net only: run-sut should stop it itself when it exits.
-    """
-    for pid_file in workdir.glob("**/postmaster.pid"):
-        with suppress(OSError, ValueError, IndexError):
-            pid = int(pid_file.read_text().splitlines()[0])
-            os.kill(pid, signal.SIGINT)  # PostgreSQL's fast shutdown
-            deadline = time.monotonic() + STOP_TIMEOUT
-            while time.monotonic() < deadline:
-                os.kill(pid, 0)  # raises ProcessLookupError once it is gone
-                time.sleep(0.1)
-
-
-def _tail(path: Path, lines: int = 60) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
 @pytest.fixture(scope="session")
