@@ -18,6 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from agentic_rag.mcp.listing import input_schema, output_schema
 from agentic_rag.security.auth import FORBIDDEN
 from agentic_rag.skills.help import HelpInput, HelpOutput
 from conformance.skills import ScriptInput, ScriptOutput
@@ -84,8 +85,8 @@ async def test_agentic_rag_mcp_serves_the_product_from_a_data_dir(data: Path) ->
         (content,) = (await client.read_resource(resource.uri)).contents
         (prompt,) = (await client.list_prompts()).prompts
     assert {"help", "hybrid_retrieve", "ingest_text", "ingest_url", "explain_answer"} <= set(tools)
-    assert tools["help"].input_schema == HelpInput.model_json_schema()
-    assert tools["help"].output_schema == HelpOutput.model_json_schema(mode="serialization")
+    assert tools["help"].input_schema == input_schema(HelpInput)
+    assert tools["help"].output_schema == output_schema(HelpOutput)
     assert not helped.is_error
     assert HelpOutput.model_validate(helped.structured_content).skills[0].name == "help"
     assert not ingested.is_error and ingested.structured_content is not None
@@ -143,8 +144,8 @@ async def test_in_process_tools_and_calls(in_process: InProcess, mode: str) -> N
         done = await client.call_tool("script", {"text": "task 3 10"}, progress_callback=progress)
         failed = await client.call_tool("script", {"text": "fail"})
         whoami = await client.call_tool("whoami", {})
-    assert tools["script"].input_schema == ScriptInput.model_json_schema()
-    assert tools["script"].output_schema == ScriptOutput.model_json_schema(mode="serialization")
+    assert tools["script"].input_schema == input_schema(ScriptInput)
+    assert tools["script"].output_schema == output_schema(ScriptOutput)
     assert done.structured_content == {"text": "done after 3 updates"}
     assert text_of(done) == "done after 3 updates"
     assert progress.messages == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
@@ -179,6 +180,52 @@ async def test_in_process_without_elicitation_says_what_is_missing(
         "ask for them because the client does not support elicitation (form mode); call it "
         "again with them."
     )
+
+
+async def test_in_process_a_persons_answer_needs_elicitation_at_2026_07_28(
+    in_process: InProcess,
+) -> None:
+    async with in_process.client() as client:  # 2026-07-28, no elicitation declared
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("script", {"text": "ask"})
+    assert refused.value.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert refused.value.data == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+
+
+async def test_in_process_round_trip_state_is_sealed(in_process: InProcess) -> None:
+    # Driven by hand (allow_input_required), so the test sees each round's state.
+    elicit = Elicitations()  # declares elicitation; never called: the test answers
+    arguments = {"target": "drafts"}
+    confirmed = {"input": types.ElicitResult(action="accept", content={"confirm": True})}
+    async with in_process.client(elicitation_callback=elicit) as client:
+        session = client.session
+        first = await session.call_tool("delete", arguments, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult) and first.request_state
+        state = first.request_state
+        with pytest.raises(MCPError) as tampered:
+            await session.call_tool(
+                "delete",
+                arguments,
+                input_responses=confirmed,  # type: ignore[arg-type]
+                request_state=state[:-3] + ("AAA" if not state.endswith("AAA") else "BBB"),
+                allow_input_required=True,
+            )
+        again = await session.call_tool(
+            "delete", arguments, request_state=state, allow_input_required=True
+        )
+        assert isinstance(again, types.InputRequiredResult) and again.request_state
+        done = await session.call_tool(
+            "delete",
+            arguments,
+            input_responses=confirmed,  # type: ignore[arg-type]
+            request_state=again.request_state,
+            allow_input_required=True,
+        )
+    assert tampered.value.code == types.INVALID_PARAMS
+    assert tampered.value.message == "Invalid or expired requestState"
+    assert again.input_requests == first.input_requests  # not answered: asked again
+    assert isinstance(done, types.CallToolResult)
+    assert done.structured_content == {"text": "deleted drafts"}
 
 
 @MODES
@@ -239,7 +286,7 @@ async def test_the_bridge_forwards_tools_and_calls(bridged: Bridged, mode: str) 
         whoami = await client.call_tool("whoami", {})
         with pytest.raises(MCPError) as unknown:
             await client.call_tool("nope", {})
-    assert tools["script"].input_schema == ScriptInput.model_json_schema()
+    assert tools["script"].input_schema == input_schema(ScriptInput)
     assert done.structured_content == {"text": "done after 3 updates"}
     assert text_of(done) == "done after 3 updates"
     assert progress.messages == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
@@ -272,6 +319,16 @@ async def test_the_bridge_without_elicitation_says_what_is_missing(bridged: Brid
         "ask for them because the client does not support elicitation (form mode); call it "
         "again with them."
     )
+
+
+async def test_the_bridge_refuses_a_persons_question_without_elicitation_at_2026_07_28(
+    bridged: Bridged,
+) -> None:
+    async with bridged.client() as client:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("script", {"text": "ask"})
+    assert refused.value.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert "What should I answer?" in refused.value.message
 
 
 @MODES
