@@ -46,6 +46,7 @@ from tests.support.rpc import text_message
 BIN = Path(sys.executable).parent
 START_SECONDS = 120  # a replica loads the embedding model; the machine may be busy
 SETTLE_SECONDS = 180  # for every task to end once the cluster is healthy again
+LEASE_SECONDS = 8  # the replicas' AGENTIC_RAG_WORKER_LEASE_SECONDS (their sweeps: every second)
 
 
 def wait_for(what: str, condition: Callable[[], bool], seconds: float, log: str = "") -> None:
@@ -224,6 +225,15 @@ class Replica:
             return ""
         return f"-- {self.name}'s log --\n" + self.log_path.read_text(errors="replace")[-6000:]
 
+    def log_size(self) -> int:
+        return self.log_path.stat().st_size if self.log_path.exists() else 0
+
+    def log_since(self, offset: int) -> str:
+        """What the replica logged after its log was `offset` bytes long (`log_size`)."""
+        with self.log_path.open("rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace")
+
 
 class Cluster:
     """PostgreSQL, FalkorDB (also the Redis of rate limits) and two replicas sharing them."""
@@ -239,6 +249,8 @@ class Cluster:
             "AGENTIC_RAG_INGEST_ALLOW_PRIVATE": "127.0.0.1",
             "AGENTIC_RAG_INGEST_HOST_INTERVAL_SECONDS": "0",
             "AGENTIC_RAG_WORKER_SWEEP_SECONDS": "1",
+            # A replica cut off from the database keeps its tasks this long (sweeps spare it).
+            "AGENTIC_RAG_WORKER_LEASE_SECONDS": str(LEASE_SECONDS),
             "AGENTIC_RAG_LOG_FORMAT": "text",
             **settings,
         }
@@ -325,13 +337,18 @@ class Answers:
     def __init__(self, url: str) -> None:
         self.client = httpx.Client(base_url=url, timeout=120)
         self.answered: list[dict[str, Any]] = []
+        # (method, when sent, when answered), on time.monotonic(): which calls an outage held.
+        self.calls: list[tuple[str, float, float]] = []
 
     def call(self, method: str, params: Any) -> dict[str, Any] | None:
         body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
+        sent = time.monotonic()
         try:
             response = self.client.post("/", json=body)
         except httpx.TransportError:
             return None
+        finally:
+            self.calls.append((method, sent, time.monotonic()))
         assert response.headers.get("content-type", "").startswith("application/json"), (
             f"{method}: HTTP {response.status_code}, not a JSON-RPC answer: {response.text[:300]}"
         )
@@ -344,7 +361,9 @@ class Answers:
         self.answered.append(answer)
         return answer
 
-    def skill(self, name: str, *, blocking: bool = True, **arguments: Any) -> dict[str, Any] | None:
+    def skill(
+        self, name: str, /, *, blocking: bool = True, **arguments: Any
+    ) -> dict[str, Any] | None:
         message = text_message("")
         message["parts"] = [{"kind": "data", "data": {"skill": name, "arguments": arguments}}]
         return self.call(
