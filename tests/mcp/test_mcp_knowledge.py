@@ -489,6 +489,59 @@ async def test_another_tenants_document_reads_like_an_unknown_one(
     assert elsewhere.value.message == "unknown resource 'file:///etc/passwd'"
 
 
+# -- content types of tool results ------------------------------------------------------
+
+
+def links_of(result: types.CallToolResult) -> list[types.ResourceLink]:
+    links = [c for c in result.content[1:] if isinstance(c, types.ResourceLink)]
+    assert len(links) == len(result.content) - 1, result.content  # text first, then links
+    return links
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["2026-07-28", "2025-11-25"])
+async def test_results_link_their_documents_and_get_document_embeds_one(
+    tenants: tuple[Tenant, Tenant], mode: str
+) -> None:
+    alpha, _ = tenants
+    async with alpha.mcp(mode=mode) as client:
+        ingested = await client.call_tool("ingest_text", {"text": GARDEN, "title": "Garden notes"})
+        await client.call_tool("ingest_text", {"text": KITCHEN, "title": "Kitchen notes"})
+        assert ingested.structured_content is not None, ingested
+        document_id = ingested.structured_content["documents"][0]["document_id"]
+        uri = f"agentic-rag://documents/{document_id}"
+        found = await client.call_tool(
+            "hybrid_retrieve", {"query": "sunlight tomatoes", "top_k": 6}
+        )
+        whole = await client.call_tool("get_document", {"document_id": document_id})
+        bare = await client.call_tool(
+            "get_document", {"document_id": document_id, "include_text": False}
+        )
+        missing = await client.call_tool("get_document", {"document_id": "no-such-document"})
+        read = await client.read_resource(uri)
+    (ingested_link,) = links_of(ingested)
+    assert (ingested_link.uri, ingested_link.title) == (uri, "Garden notes")
+    # Each document a hit names, once, in the order of its first hit.
+    assert found.structured_content is not None
+    hit_documents = [h["provenance"]["document_id"] for h in found.structured_content["hits"]]
+    expected = [f"agentic-rag://documents/{d}" for d in dict.fromkeys(hit_documents)]
+    assert [link.uri for link in links_of(found)] == expected
+    assert uri in expected and len(hit_documents) > len(expected)  # two documents, six hits
+    # get_document: the document itself, the contents resources/read gives.
+    text_block, embedded = whole.content
+    assert isinstance(text_block, types.TextContent) and isinstance(
+        embedded, types.EmbeddedResource
+    )
+    (contents,) = read.contents
+    assert embedded.resource == contents.model_copy(update={"meta": None})
+    (bare_link,) = links_of(bare)
+    assert bare_link.uri == uri
+    # An error a model can act on: what was not found, and where ids come from.
+    assert missing.is_error and len(missing.content) == 1
+    assert "no-such-document" in text_of(missing)
+    if mode == "auto":  # 2026-07-28: a read is the caller's own, briefly cacheable
+        assert (read.ttl_ms, read.cache_scope) == (10_000, "private")
+
+
 # -- the prompt ---------------------------------------------------------------------------
 
 

@@ -127,7 +127,8 @@ class Progress:
 
 
 def text_of(result: types.CallToolResult) -> str:
-    (content,) = result.content
+    """The result's text block: the first (links to documents, or a document, may follow)."""
+    content = result.content[0]
     assert isinstance(content, types.TextContent)
     return content.text
 

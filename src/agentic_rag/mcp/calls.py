@@ -6,6 +6,7 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
+from agentic_rag.mcp.content import content_of
 from agentic_rag.skills import InputRequired, Skill, SkillRegistry
 
 
@@ -42,7 +43,7 @@ def _field(loc: tuple[int | str, ...]) -> str:
 
 def tool_result(skill: Skill, output: BaseModel) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=skill.readable(output))],
+        content=[types.TextContent(type="text", text=skill.readable(output)), *content_of(output)],
         # by_alias: the output schema names fields by alias, as pydantic's schemas do.
         structured_content=output.model_dump(mode="json", by_alias=True),
     )

@@ -47,7 +47,7 @@ def document_id_of(uri: str) -> str | None:
     return None if match is None else unquote(match["id"])
 
 
-def _mime_type(document_mime_type: str) -> str:
+def text_mime_type(document_mime_type: str) -> str:
     # The stored text is the extracted text of any source; only markdown keeps its markup.
     return "text/markdown" if document_mime_type == "text/markdown" else "text/plain"
 
@@ -69,7 +69,7 @@ def _resource(document: "DocumentInfo") -> types.Resource:
         name=document.title or document.uri,
         title=document.title or None,
         description=f"{document.title or document.uri}, from {document.uri}",
-        mime_type=_mime_type(document.mime_type),
+        mime_type=text_mime_type(document.mime_type),
         meta=_meta(document),
     )
 
@@ -131,7 +131,7 @@ class DocumentResources:
             contents=[
                 types.TextResourceContents(
                     uri=params.uri,
-                    mime_type=_mime_type(document.mime_type),
+                    mime_type=text_mime_type(document.mime_type),
                     text=document.text or "",
                     meta=_meta(document),
                 )
