@@ -28,6 +28,10 @@ from agentic_rag.hosts import allow_list_entry
 DEFAULT_DATA_DIR = Path("data")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
 StructuredOutput = Literal["json_schema", "json_object"]
+# The groups of tools a deployment offers over MCP and an API key selects (docs/skills.md).
+ToolGroup = Literal[
+    "knowledge", "ingest", "graph", "network", "admin", "graphiti-compat", "upstream"
+]
 
 # Settings read from one environment variable as a list or a mapping. Read by the validators
 # below, not by pydantic-settings (NoDecode), whose failure to parse JSON is a traceback.
@@ -288,6 +292,12 @@ class Settings(BaseSettings):
     upstream_mcp_retry_seconds: float = Field(
         30.0, gt=0, description="How often an upstream MCP server that did not answer is tried."
     )
+    mcp_tool_groups: Annotated[list[ToolGroup], NoDecode] = Field(
+        default_factory=list,
+        description="The groups of tools MCP clients see and may call, comma-separated "
+        "(knowledge, ingest, graph, network, admin, graphiti-compat, upstream); empty: every "
+        "group but graphiti-compat (Graphiti's older tool names). An API key's groups narrow it.",
+    )
 
     peers_allow_private: HostList = Field(
         default_factory=list,
@@ -404,6 +414,13 @@ class Settings(BaseSettings):
         names = [upstream.name for upstream in value]
         if len(set(names)) != len(names):
             raise ValueError(f"upstream MCP servers need distinct names, not {names}")
+        return value
+
+    @field_validator("mcp_tool_groups", mode="before")
+    @classmethod
+    def _comma_groups(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
         return value
 
     @field_validator("youtube_cookies_file")

@@ -119,6 +119,12 @@ def test_keys_create_refuses_expiry_days_out_of_bounds(tmp_path: Path, days: str
     [
         ("--tenant", "a b", "argument --tenant: 'a b': a tenant is letters, digits, '-' and '_'"),
         ("--scopes", "read,root", "argument --scopes: unknown scopes ['root']; use ['admin',"),
+        (
+            "--groups",
+            "knowledge,search",
+            "argument --groups: unknown tool groups ['search']; use ['admin', 'graph',",
+        ),
+        ("--groups", ",", "argument --groups: name at least one tool group"),
     ],
 )
 def test_keys_create_refuses_a_bad_tenant_or_scope_before_starting_the_database(
@@ -145,6 +151,21 @@ def test_keys_create_with_an_expiry_says_when_and_prints_no_database_logs(tmp_pa
     assert info.startswith("id ") and f"expires {expires}" in info
     assert note == "Store the key now: only its hash is kept."
     assert (data / "postgres").resolve() not in postgres_processes().values()  # stopped after
+
+
+def test_keys_create_with_groups_says_them_and_keys_list_shows_them(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    done = run(
+        "agentic-rag", "keys", "create", "--tenant", "acme", "--groups", "network,knowledge",
+        "--data-dir", str(data),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    info = done.stderr.splitlines()[0]
+    assert info.endswith("scopes read,write, tool groups knowledge,network"), info
+    everything = run("agentic-rag", "keys", "create", "--tenant", "acme", "--data-dir", str(data))
+    assert "tool groups" not in everything.stderr
+    listed = run("agentic-rag", "keys", "list", "--data-dir", str(data)).stdout.splitlines()
+    assert [line.split("groups ")[1].split()[0] for line in listed] == ["knowledge,network", "all"]
 
 
 # -- refusals at start --------------------------------------------------------------------------

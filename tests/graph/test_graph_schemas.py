@@ -6,6 +6,7 @@ import json
 import os
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,8 +14,9 @@ import pytest
 from agentic_rag.config import Settings
 from agentic_rag.engine import Engine
 from agentic_rag.graph.namespaces import Namespace, NamespaceError, namespace, namespaces
+from agentic_rag.graph.results import AddMemoryArguments
 from agentic_rag.graph.skills import add_graph_skills
-from agentic_rag.mcp.server import tool_for
+from agentic_rag.mcp.listing import compact_input, compact_output, tool_for
 from agentic_rag.skills import SkillRegistry
 
 SPEC = Path(__file__).resolve().parents[2] / "spec" / "graphiti-mcp-tools.json"
@@ -25,12 +27,27 @@ def graphiti_tools() -> dict[str, dict[str, Any]]:
     return {tool["name"]: tool for tool in json.loads(SPEC.read_text())}
 
 
-def our_tools() -> dict[str, Any]:
+def our_registry() -> SkillRegistry:
     registry = SkillRegistry()
     graph = Engine(Settings()).graph  # built, not started: no skill runs here
     assert graph is not None
     add_graph_skills(registry, graph)
-    return {skill.name: tool_for(skill) for skill in registry}
+    return registry
+
+
+def our_tools() -> dict[str, Any]:
+    return {skill.name: tool_for(skill) for skill in our_registry()}
+
+
+def our_models() -> dict[str, Any]:
+    """The full schemas of the skills' models, as `help` shows them."""
+    return {
+        s.name: SimpleNamespace(
+            input_schema=s.input_model.model_json_schema(),
+            output_schema=s.output_model.model_json_schema(mode="serialization"),
+        )
+        for s in our_registry()
+    }
 
 
 def test_every_graphiti_tool_and_the_two_aliases_are_skills() -> None:
@@ -40,8 +57,12 @@ def test_every_graphiti_tool_and_the_two_aliases_are_skills() -> None:
 
 @pytest.mark.parametrize("name", sorted(graphiti_tools()))
 def test_the_schemas_are_graphitis(name: str) -> None:
-    theirs, ours = graphiti_tools()[name], our_tools()[name]
+    """The models' schemas are Graphiti's; tools/list shows them made compact (listing.py),
+    by the same rules as every tool's, which change no argument and no result."""
+    theirs, ours = graphiti_tools()[name], our_models()[name]
     assert ours.output_schema == theirs["outputSchema"]
+    listed = our_tools()[name]
+    assert listed.output_schema == compact_output(theirs["outputSchema"])
     expected = theirs["inputSchema"]
     if name == "clear_graph":  # one optional argument more: confirm, which skips the question
         expected = json.loads(json.dumps(expected))
@@ -50,7 +71,16 @@ def test_the_schemas_are_graphitis(name: str) -> None:
             "title": "Confirm",
             "type": "boolean",
         }
+    if name == "add_memory":  # one optional argument more: use_client_model (MCP sampling)
+        expected = json.loads(json.dumps(expected))
+        expected["properties"]["use_client_model"] = {
+            "anyOf": [{"type": "boolean"}, {"type": "null"}],
+            "default": None,
+            "description": AddMemoryArguments.model_fields["use_client_model"].description,
+            "title": "Use Client Model",
+        }
     assert ours.input_schema == expected
+    assert listed.input_schema == compact_input(expected)
 
 
 @pytest.mark.parametrize(("alias", "name"), sorted(ALIASES.items()))

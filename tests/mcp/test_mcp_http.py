@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from agentic_rag.config import Settings
 from agentic_rag.mcp.http import transport_security
+from agentic_rag.mcp.listing import input_schema, output_schema
 from agentic_rag.security.auth import FORBIDDEN
 from agentic_rag.skills.help import HelpInput, HelpOutput, default_registry
 from conformance.skills import ScriptInput, ScriptOutput, conformance_registry
@@ -74,11 +75,13 @@ async def test_tools_are_the_skills_with_their_models_schemas(sut: LiveServer) -
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert sorted(tools) == sorted(skill.name for skill in registry)
     script = tools["script"]
-    assert script.input_schema == ScriptInput.model_json_schema()
-    assert script.output_schema == ScriptOutput.model_json_schema(mode="serialization")
+    # The models' schemas, made compact by the listing's rules (listing.py).
+    assert script.input_schema == input_schema(ScriptInput)
+    assert script.output_schema == output_schema(ScriptOutput)
     assert script.description == registry.get("script").description  # type: ignore[union-attr]
-    assert tools["help"].input_schema == HelpInput.model_json_schema()
-    assert tools["help"].output_schema == HelpOutput.model_json_schema(mode="serialization")
+    assert tools["help"].input_schema == input_schema(HelpInput)
+    assert tools["help"].output_schema == output_schema(HelpOutput)
+    assert tools["help"].description == registry.get("help").summary  # type: ignore[union-attr]
 
 
 async def test_the_default_registry_is_served_too(database_url: str, data_dir: Path) -> None:
@@ -87,7 +90,7 @@ async def test_the_default_registry_is_served_too(database_url: str, data_dir: P
             tools = (await client.list_tools()).tools
             result = await client.call_tool("help", {"topic": "help"})
     assert [t.name for t in tools] == ["help"]
-    assert tools[0].input_schema == HelpInput.model_json_schema()
+    assert tools[0].input_schema == input_schema(HelpInput)
     assert not result.is_error
     output = HelpOutput.model_validate(result.structured_content)
     assert [s.name for s in output.skills] == ["help"]

@@ -18,6 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from agentic_rag.mcp.listing import input_schema, output_schema
 from agentic_rag.security.auth import FORBIDDEN
 from agentic_rag.skills.help import HelpInput, HelpOutput
 from conformance.skills import ScriptInput, ScriptOutput
@@ -84,8 +85,8 @@ async def test_agentic_rag_mcp_serves_the_product_from_a_data_dir(data: Path) ->
         (content,) = (await client.read_resource(resource.uri)).contents
         (prompt,) = (await client.list_prompts()).prompts
     assert {"help", "hybrid_retrieve", "ingest_text", "ingest_url", "explain_answer"} <= set(tools)
-    assert tools["help"].input_schema == HelpInput.model_json_schema()
-    assert tools["help"].output_schema == HelpOutput.model_json_schema(mode="serialization")
+    assert tools["help"].input_schema == input_schema(HelpInput)
+    assert tools["help"].output_schema == output_schema(HelpOutput)
     assert not helped.is_error
     assert HelpOutput.model_validate(helped.structured_content).skills[0].name == "help"
     assert not ingested.is_error and ingested.structured_content is not None
@@ -143,8 +144,8 @@ async def test_in_process_tools_and_calls(in_process: InProcess, mode: str) -> N
         done = await client.call_tool("script", {"text": "task 3 10"}, progress_callback=progress)
         failed = await client.call_tool("script", {"text": "fail"})
         whoami = await client.call_tool("whoami", {})
-    assert tools["script"].input_schema == ScriptInput.model_json_schema()
-    assert tools["script"].output_schema == ScriptOutput.model_json_schema(mode="serialization")
+    assert tools["script"].input_schema == input_schema(ScriptInput)
+    assert tools["script"].output_schema == output_schema(ScriptOutput)
     assert done.structured_content == {"text": "done after 3 updates"}
     assert text_of(done) == "done after 3 updates"
     assert progress.messages == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]

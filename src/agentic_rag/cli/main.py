@@ -23,7 +23,12 @@ from pydantic_settings import SettingsError
 from agentic_rag.config import Settings, env_name, setting_errors
 from agentic_rag.embedding.errors import EmbeddingError
 from agentic_rag.knowledge.errors import EmbeddingModelMismatch
-from agentic_rag.security.api_keys import ApiKeyStore, check_tenant, checked_scopes
+from agentic_rag.security.api_keys import (
+    ApiKeyStore,
+    check_tenant,
+    checked_groups,
+    checked_scopes,
+)
 from agentic_rag.storage.embedded import EmbeddedPostgresError
 
 if TYPE_CHECKING:
@@ -86,6 +91,13 @@ def _tenant(text: str) -> str:
     return text
 
 
+def _groups(text: str) -> tuple[str, ...] | None:
+    try:
+        return checked_groups(g.strip() for g in text.split(",") if g.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _scopes(text: str) -> tuple[str, ...]:
     try:
         return checked_scopes(s.strip() for s in text.split(",") if s.strip())
@@ -116,11 +128,12 @@ def _keys_create(args: argparse.Namespace) -> int:
 
     async def create(store: ApiKeyStore) -> int:
         key, record = await store.create(
-            args.tenant, args.scopes, name=args.name, expires_at=expires
+            args.tenant, args.scopes, name=args.name, expires_at=expires, groups=args.groups
         )
         print(key)
         print(
             f"id {record.id}, tenant {record.tenant}, scopes {','.join(record.scopes)}"
+            + (f", tool groups {','.join(record.groups)}" if record.groups else "")
             + (f", expires {record.expires_at:%Y-%m-%d %H:%M} UTC" if record.expires_at else ""),
             file=sys.stderr,
         )
@@ -135,9 +148,10 @@ def _keys_list(args: argparse.Namespace) -> int:
         for key in await store.list(args.tenant):
             state = "active" if key.active else ("revoked" if key.revoked_at else "expired")
             expiry = f"{key.expires_at:%Y-%m-%d}" if key.expires_at else "never"
+            groups = ",".join(key.groups) if key.groups is not None else "all"
             print(
                 f"{key.id}  {key.tenant:<16} {','.join(key.scopes):<16} expires {expiry:<10} "
-                f"{state:<8} {key.name}"
+                f"{state:<8} groups {groups:<16} {key.name}"
             )
         return 0
 
@@ -375,6 +389,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=_scopes,
         default=("read", "write"),
         help="comma-separated: read, write, admin (default read,write)",
+    )
+    create.add_argument(
+        "--groups",
+        type=_groups,
+        help="comma-separated groups of tools the key sees and may call over MCP: knowledge, "
+        "ingest, graph, network, admin, graphiti-compat, upstream (default: every group the "
+        "server offers; docs/skills.md)",
     )
     create.add_argument("--name", default="", help="a note to recognise the key by")
     create.add_argument(

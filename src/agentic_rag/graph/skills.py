@@ -93,9 +93,16 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
         "gives its uuid, and get_episodes and get_status show its progress. Needs an LLM "
         "(AGENTIC_RAG_LLM_BASE_URL, AGENTIC_RAG_LLM_MODEL). " + GROUPS
     )
-    skill(description=add_description, tags=TAGS)(add_memory)
+    skill(
+        description=add_description,
+        summary="Queue an episode (text, message or JSON); an LLM extracts its entities and facts.",
+        group="graph",
+        tags=TAGS,
+    )(add_memory)
     skill(
         description="The same as add_memory (Graphiti's older name). " + add_description,
+        summary="Graphiti's older name of add_memory.",
+        group="graphiti-compat",
         name="add_episode",
         tags=TAGS,
     )(add_memory)
@@ -103,6 +110,8 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
     @skill(
         description="Search the graph for entities (nodes): semantic and keyword search fused, "
         "optionally by entity type or around a center node. " + GROUPS,
+        summary="Search the graph's entities (nodes).",
+        group="graph",
         tags=TAGS,
     )
     async def search_nodes(ctx: SkillContext, args: SearchNodesArguments) -> SearchNodesOutput:
@@ -143,14 +152,26 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
         "Search the graph for facts (relationships between entities), optionally by fact "
         "type, validity dates or around a center node. " + GROUPS
     )
-    skill(description=facts_description, tags=TAGS)(search_memory_facts)
+    skill(
+        description=facts_description,
+        summary="Search the graph's facts (relationships between entities).",
+        group="graph",
+        tags=TAGS,
+    )(search_memory_facts)
     skill(
         description="The same as search_memory_facts. " + facts_description,
+        summary="Graphiti's older name of search_memory_facts.",
+        group="graphiti-compat",
         name="search_facts",
         tags=TAGS,
     )(search_memory_facts)
 
-    @skill(description="The most recent episodes of the graph. " + GROUPS, tags=TAGS)
+    @skill(
+        description="The most recent episodes of the graph. " + GROUPS,
+        summary="The most recent episodes of the graph.",
+        group="graph",
+        tags=TAGS,
+    )
     async def get_episodes(ctx: SkillContext, args: GetEpisodesArguments) -> GetEpisodesOutput:
         targets = namespaces(ctx.tenant, args.group_ids)
         found = await graph.episodes(targets, _positive(args.max_episodes, "max_episodes"))
@@ -160,6 +181,7 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
     @skill(
         description="The entities and facts that given episodes produced (provenance), "
         "in your tenant's graphs.",
+        group="graph",
         tags=TAGS,
     )
     async def get_episode_entities(
@@ -176,13 +198,15 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
             )
         )
 
-    @skill(description="One fact (entity edge) of your graph by its UUID.", tags=TAGS)
+    @skill(
+        description="One fact (entity edge) of your graph by its UUID.", group="graph", tags=TAGS
+    )
     async def get_entity_edge(
         ctx: SkillContext, args: GetEntityEdgeArguments
     ) -> GetEntityEdgeOutput:
         return GetEntityEdgeOutput(result=await graph.entity_edge(ctx.tenant, args.uuid))
 
-    @skill(description="Delete one fact (entity edge) of your graph.", tags=TAGS)
+    @skill(description="Delete one fact (entity edge) of your graph.", group="admin", tags=TAGS)
     async def delete_entity_edge(
         ctx: SkillContext, args: DeleteEntityEdgeArguments
     ) -> DeleteEntityEdgeOutput:
@@ -196,6 +220,8 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
     @skill(
         description="Delete an episode of your graph, with the entities and facts only it "
         "produced (those other episodes support stay).",
+        summary="Delete an episode with what only it produced.",
+        group="admin",
         tags=TAGS,
     )
     async def delete_episode(
@@ -210,6 +236,8 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
         description="Write one fact directly (source entity -[edge]-> target entity), without "
         "extraction. Entities are matched by name (and deduplicated by an LLM when one is "
         "configured). " + GROUPS,
+        summary="Write one fact (source -[edge]-> target) directly, without extraction.",
+        group="graph",
         tags=TAGS,
     )
     async def add_triplet(ctx: SkillContext, args: AddTripletArguments) -> AddTripletOutput:
@@ -238,6 +266,8 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
     @skill(
         description="Summarize a saga (the ordered episodes added with the same `saga`). "
         "Needs an LLM. " + GROUPS,
+        summary="Summarize a saga's ordered episodes (needs an LLM).",
+        group="graph",
         tags=TAGS,
     )
     async def summarize_saga(
@@ -257,6 +287,8 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
     @skill(
         description="Detect communities of densely connected entities and summarize them. "
         "Needs an LLM. " + GROUPS,
+        summary="Detect and summarize communities of entities (needs an LLM).",
+        group="graph",
         tags=TAGS,
     )
     async def build_communities(
@@ -276,6 +308,8 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
     @skill(
         description="Delete every episode, entity and fact of your graph (or of the sub-groups "
         "named). Asks for confirmation first, unless called with confirm=true. " + GROUPS,
+        summary="Delete all of your graph (or the sub-groups named), once confirmed.",
+        group="admin",
         tags=TAGS,
     )
     async def clear_graph(ctx: SkillContext, args: ClearGraphArguments) -> ClearGraphOutput:
@@ -302,6 +336,8 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
         description="Whether the graph database answers, whether an LLM is configured, and "
         "your episodes in the queue: queued, processing, done and failed per group, their LLM "
         "calls, tokens and time, and the last error.",
+        summary="The graph's health and your episode queue.",
+        group="graph",
         tags=TAGS,
     )
     async def get_status(ctx: SkillContext, args: GetStatusArguments) -> StatusResponse:

@@ -234,6 +234,8 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
         "retrieval, and the knowledge graph's facts when it has some, fused, optionally "
         "reranked, with an answer citing numbered sources and a trajectory_id for "
         "explain_answer.",
+        summary="Answer a question from the knowledge base, citing numbered sources.",
+        group="knowledge",
         tags=["knowledge", "search", "rag"],
         examples=["How do I configure the embedding model?"],
         text_argument="query",
@@ -260,6 +262,8 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
     @skill(
         description="Nearest chunks to the query by embedding similarity (dense only), with "
         "metadata filters and an optional similarity threshold.",
+        summary="Nearest chunks to a query by embedding similarity, with filters.",
+        group="knowledge",
         tags=["knowledge", "search"],
         text_argument="query",
         render=_render_search,
@@ -277,6 +281,8 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
     @skill(
         description="Retrieve with a chosen reranker: rrf (rank fusion), mmr (diverse), "
         "cross-encoder (when a local model is configured) or llm (when an LLM is configured).",
+        summary="Retrieve and answer with a chosen reranker: rrf, mmr, cross-encoder or llm.",
+        group="knowledge",
         tags=["knowledge", "search", "rerank"],
         text_argument="query",
         render=_render_search,
@@ -298,6 +304,8 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
         description="How a search found its answer: the plan, each retriever's hits with ranks "
         "and scores, the fusion's inputs and output, reranking before and after, the time of "
         "each stage, and the exact span of every cited passage.",
+        summary="How a search found its answer, by the trajectory_id it returned.",
+        group="knowledge",
         tags=["knowledge", "explain"],
         text_argument="trajectory_id",
         render=explanation_text,
@@ -311,6 +319,8 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
         description="Crawl a site from a URL and ingest its pages (HTML, PDF, text): same site "
         "by default, robots.txt and crawl delays respected, unchanged pages skipped on a "
         "re-crawl. Reports each page; the summary says what was skipped or failed and why.",
+        summary="Crawl a site from a URL and ingest its pages.",
+        group="ingest",
         tags=["knowledge", "ingest"],
         examples=["https://docs.example.com/", "ingest https://example.com/guide"],
         render=_render_ingest,
@@ -323,6 +333,8 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
         description="Ingest a PDF from its content (a FilePart, or base64 data), a URL, or a "
         "path in the ingestion directory: text per page with page numbers, scanned pages read "
         "by OCR.",
+        summary="Ingest a PDF (base64 data, a URL or a path); scanned pages read by OCR.",
+        group="ingest",
         tags=["knowledge", "ingest", "pdf"],
         render=_render_ingest,
         resumable=True,
@@ -343,6 +355,8 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
     @skill(
         description="Ingest a YouTube video's transcript, with timestamps on every chunk; or a "
         "transcript sent as WebVTT or SRT.",
+        summary="Ingest a YouTube video's transcript, with timestamps.",
+        group="ingest",
         tags=["knowledge", "ingest", "youtube"],
         examples=["https://www.youtube.com/watch?v=dQw4w9WgXcQ"],
         render=_render_ingest,
@@ -362,6 +376,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
 
     @skill(
         description="Ingest markdown or plain text sent by the caller, under a title.",
+        group="ingest",
         tags=["knowledge", "ingest"],
         render=_render_ingest,
         resumable=True,
@@ -378,6 +393,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
 
     @skill(
         description="The sources in the knowledge base, with their document and chunk counts.",
+        group="knowledge",
         tags=["knowledge", "catalogue"],
     )
     async def list_sources(ctx: SkillContext, args: ListSourcesInput) -> SourcesOutput:
@@ -386,6 +402,8 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
     @skill(
         description="The documents of the knowledge base, or of one source, with their ids, "
         "titles and chunk counts, oldest first.",
+        summary="The documents of the knowledge base, or of one source, oldest first.",
+        group="knowledge",
         tags=["knowledge", "catalogue"],
         render=_render_documents,
     )
@@ -402,6 +420,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
 
     @skill(
         description="One document: its metadata and, unless asked not to, its text.",
+        group="knowledge",
         tags=["knowledge", "catalogue"],
     )
     async def get_document(ctx: SkillContext, args: GetDocumentInput) -> DocumentInfo:
@@ -409,6 +428,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
 
     @skill(
         description="Delete a document, its chunks and its knowledge-graph episodes.",
+        group="admin",
         tags=["knowledge", "catalogue"],
     )
     async def delete_document(ctx: SkillContext, args: DocumentIdInput) -> Deleted:
@@ -418,6 +438,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
 
     @skill(
         description="Delete a source with all its documents, chunks and graph episodes.",
+        group="admin",
         tags=["knowledge", "catalogue"],
     )
     async def delete_source(ctx: SkillContext, args: SourceIdInput) -> Deleted:

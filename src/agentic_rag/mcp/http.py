@@ -30,6 +30,7 @@ from agentic_rag.mcp.request_state import sealed_by_signing_keys
 from agentic_rag.mcp.server import build_server
 from agentic_rag.mcp.subscriptions import DocumentChanges, TenantListen
 from agentic_rag.skills import SkillRegistry
+from agentic_rag.skills.groups import ToolGroups
 from agentic_rag.storage.pool import Pool
 from agentic_rag.tasks.push import SigningKeys
 from agentic_rag.tasks.service import TaskService
@@ -177,6 +178,7 @@ class McpHttp:
             listen=listen,
             request_state=sealed_by_signing_keys(self._keys, principal_from_http),
             instructions=settings.agent_description,
+            tool_groups=ToolGroups.of(settings.mcp_tool_groups),
         )
         security = transport_security(settings)
         self._managers = [

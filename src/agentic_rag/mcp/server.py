@@ -49,13 +49,15 @@ from agentic_rag.mcp.elicitation import (
     merge,
     question_for,
 )
+from agentic_rag.mcp.listing import ToolSurface, input_schema
 from agentic_rag.mcp.prompts import CitationPrompt
 from agentic_rag.mcp.resources import DocumentResources
 from agentic_rag.mcp.sampling import CallSampling, SamplingNeeded
 from agentic_rag.mcp.subscriptions import DocumentSubscriptions, TenantListen
-from agentic_rag.mcp.tasks import EXECUTION, McpTasks, TaskServer
+from agentic_rag.mcp.tasks import McpTasks, TaskServer
 from agentic_rag.security.principal import Principal
 from agentic_rag.skills import InputRequired, Skill, SkillError, SkillRegistry
+from agentic_rag.skills.groups import DEFAULT_GROUPS, ToolGroups
 from agentic_rag.skills.metering import SkillCall
 from agentic_rag.tasks.service import TaskService
 
@@ -82,26 +84,6 @@ CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
     "resources/list": CacheHint(ttl_ms=10_000, scope="private"),
     "resources/read": CacheHint(ttl_ms=10_000, scope="private"),
 }
-
-
-def input_schema(skill: Skill) -> dict[str, Any]:
-    return skill.input_model.model_json_schema()
-
-
-def output_schema(skill: Skill) -> dict[str, Any]:
-    # Serialization mode: the structured content is the output dumped, so it must validate.
-    return skill.output_model.model_json_schema(mode="serialization")
-
-
-def tool_for(skill: Skill) -> types.Tool:
-    return types.Tool(
-        name=skill.name,
-        description=skill.description,
-        input_schema=input_schema(skill),
-        output_schema=output_schema(skill),
-        # A resumable skill runs as a task (durable.py), which 2025-11-25 clients may poll.
-        execution=EXECUTION if skill.resumable else None,
-    )
 
 
 Channel = Literal["input-required", "request"]
@@ -207,14 +189,8 @@ class SkillTools:
             return None
         known = self._input_schemas.get(name)
         if known is None or known[0] is not skill:
-            known = self._input_schemas[name] = (skill, input_schema(skill))
+            known = self._input_schemas[name] = (skill, input_schema(skill.input_model))
         return known[1]
-
-    async def list_tools(
-        self, ctx: Context, params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        require(self._principal_for(ctx), "read", "tools/list")
-        return types.ListToolsResult(tools=[tool_for(skill) for skill in self.registry])
 
     async def call_tool(
         self, ctx: Context, params: types.CallToolRequestParams
@@ -393,6 +369,7 @@ def build_server(
     listen: TenantListen | None = None,
     request_state: RequestStateBoundary,
     instructions: str | None = None,
+    tool_groups: ToolGroups = DEFAULT_GROUPS,
 ) -> Server[Any]:
     """An MCP server whose tools are the skills of `registry`, each called as `principal_for`.
 
@@ -401,10 +378,12 @@ def build_server(
     `subscriptions`, for a server of one lasting connection (stdio), its client's
     subscriptions to documents (None: no `resources/subscribe`); `listen` the streams of
     document changes of 2026-07-28 clients (None: no `subscriptions/listen`);
-    `request_state` seals the state of 2026-07-28 round trips (request_state.py).
+    `request_state` seals the state of 2026-07-28 round trips (request_state.py);
+    `tool_groups`: the groups of tools the deployment offers (listing.py).
     """
     levels = LogLevels(principal_for)
     tools = SkillTools(registry, principal_for, DurableCalls(tasks), levels)
+    surface = ToolSurface(registry, tool_groups, principal_for)
     documents = DocumentResources(knowledge, principal_for)
     prompt = CitationPrompt(registry, principal_for, levels)
     completions = Completions(registry, knowledge, principal_for)
@@ -414,7 +393,7 @@ def build_server(
         instructions=instructions,
         cache_hints=CACHE_HINTS,
         get_tool_input_schema=tools.input_schema_of,
-        on_list_tools=tools.list_tools,
+        on_list_tools=surface.list_tools,
         on_call_tool=tools.call_tool,
         on_list_resources=documents.list_resources,
         on_list_resource_templates=documents.list_templates,
@@ -435,5 +414,7 @@ def build_server(
     server.add_notification_handler(
         "notifications/cancelled", types.CancelledNotificationParams, tools.cancelled
     )
+    # Before the tasks' middleware: a task-augmented call passes the same gate.
+    server.middleware.append(surface.guard)
     McpTasks(registry, tasks, principal_for).install(server)
     return server

@@ -24,6 +24,7 @@ from agentic_rag.mcp.server import build_server
 from agentic_rag.mcp.subscriptions import DocumentChanges, DocumentSubscriptions, TenantListen
 from agentic_rag.security.principal import LOCAL
 from agentic_rag.skills import SkillRegistry
+from agentic_rag.skills.groups import ToolGroups
 from agentic_rag.storage.pool import Pool
 from agentic_rag.tasks.service import TaskService
 
@@ -77,6 +78,7 @@ async def serve_local(engine: LocalEngine) -> None:
                 listen=listen,
                 request_state=sealed_in_process(principal_for),
                 instructions=engine.settings.agent_description,
+                tool_groups=ToolGroups.of(engine.settings.mcp_tool_groups),
             )
             if subscriptions is None or listen is None:
                 await server.run(read, write, server.create_initialization_options())

@@ -276,6 +276,7 @@ def skill_for(upstream: UpstreamServer, tool: types.Tool) -> Skill:
         output_model=output,
         handler=handler,
         render=_text_of if output is UpstreamText else None,
+        group="upstream",
     )
 
 

@@ -33,6 +33,8 @@ def add_delegation_skills(
             'progress and artifacts become this task\'s. target_agent: a peer id or "best" '
             "(a healthy peer offering capability_name); parameters: the peer skill's arguments."
         ),
+        summary="Hand a task to a peer agent over A2A and follow it to its end.",
+        group="network",
         tags=["network", "delegation"],
         examples=['{"capability_name": "summarize", "parameters": {"text": "..."}}'],
         render=DelegationResult.render,
@@ -48,6 +50,8 @@ def add_delegation_skills(
             '"${step.field}"; the result gathers every step\'s outcome. Without a plan, the '
             "configured LLM plans the goal."
         ),
+        summary="Run a plan of steps (skills or peers' capabilities) as tasks, in parallel.",
+        group="network",
         tags=["network", "orchestration"],
         examples=[
             '{"goal": "...", "plan": [{"id": "a", "skill": "help"}, '

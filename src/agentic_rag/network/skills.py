@@ -75,6 +75,8 @@ def add_network_skills(registry: SkillRegistry, network: Network, agent_name: st
     @registry.skill(
         description="The peer agents this agent knows, with their skills (input and output "
         "schemas where known), protocol version and health; filterable by capability.",
+        summary="The peer agents known here, with their skills and health.",
+        group="network",
         tags=["network", "discovery"],
         text_argument="capability",
         render=_render_agents,
@@ -88,6 +90,8 @@ def add_network_skills(registry: SkillRegistry, network: Network, agent_name: st
     @registry.skill(
         description="Who offers a capability: this agent (agent_id 'self') and the healthy "
         "peers whose skill has it as id, name or tag.",
+        summary="Who offers a capability: this agent or healthy peers.",
+        group="network",
         tags=["network", "discovery"],
         text_argument="capability",
         render=_render_capabilities,
@@ -98,6 +102,8 @@ def add_network_skills(registry: SkillRegistry, network: Network, agent_name: st
     @registry.skill(
         description="Register a peer agent by its Agent Card (fetched from card_url through the "
         "SSRF guard, or given inline); registering the same endpoint again updates it.",
+        summary="Register a peer agent by its Agent Card (a URL, or inline).",
+        group="admin",
         tags=["network"],
         text_argument="card_url",
     )
@@ -115,6 +121,7 @@ def add_network_skills(registry: SkillRegistry, network: Network, agent_name: st
 
     @registry.skill(
         description="Remove a peer agent from this tenant's registry.",
+        group="admin",
         tags=["network"],
         text_argument="agent_id",
     )

@@ -1,4 +1,5 @@
-"""API keys: `ar_<id>_<secret>`, bound to a tenant and scopes, stored as a hash.
+"""API keys: `ar_<id>_<secret>`, bound to a tenant, scopes and optionally groups of tools,
+stored as a hash.
 
 The secret is 256 random bits, so a plain SHA-256 of it is as strong as a slow password hash
 would be (slow hashes protect low-entropy secrets); it also keeps verification cheap on
@@ -9,12 +10,14 @@ import hashlib
 import hmac
 import secrets
 import time
+import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 import asyncpg
 
+from agentic_rag.config import ToolGroup
 from agentic_rag.security.principal import ALL_SCOPES, Principal
 from agentic_rag.storage.pool import Pool
 
@@ -31,6 +34,8 @@ class ApiKey:
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
+    groups: tuple[str, ...] | None = None
+    """The groups of tools it selects (skills/groups.py); None: every group offered."""
 
     @property
     def active(self) -> bool:
@@ -60,6 +65,21 @@ def checked_scopes(scopes: Iterable[str]) -> tuple[str, ...]:
     return checked
 
 
+def checked_groups(groups: Iterable[str] | None) -> tuple[str, ...] | None:
+    """The groups of a key, sorted, once each (None stays None: no selection); ValueError for
+    one that does not exist or for an empty selection, which would leave the key no tool."""
+    if groups is None:
+        return None
+    checked = tuple(sorted(set(groups)))
+    known = set(typing.get_args(ToolGroup))
+    unknown = set(checked) - known
+    if unknown:
+        raise ValueError(f"unknown tool groups {sorted(unknown)}; use {sorted(known)}")
+    if not checked:
+        raise ValueError("name at least one tool group, or none at all for every group")
+    return checked
+
+
 def check_tenant(tenant: str) -> None:
     if not tenant or not tenant.replace("-", "").replace("_", "").isalnum():
         raise ValueError("a tenant is letters, digits, '-' and '_'")
@@ -78,20 +98,24 @@ class ApiKeyStore:
         *,
         name: str = "",
         expires_at: datetime | None = None,
+        groups: Iterable[str] | None = None,
     ) -> tuple[str, ApiKey]:
-        """Create a key; return the full key (shown once) and its record."""
+        """Create a key; return the full key (shown once) and its record. `groups`: the
+        groups of tools it may see and call over MCP (None: every group offered)."""
         scopes = checked_scopes(scopes)
+        tool_groups = checked_groups(groups)
         check_tenant(tenant)
         key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
         row = await self._pool.fetchrow(
-            "INSERT INTO api_keys (id, tenant, scopes, secret_hash, name, expires_at)"
-            " VALUES ($1, $2, $3, $4, $5, $6) RETURNING *",
+            "INSERT INTO api_keys (id, tenant, scopes, secret_hash, name, expires_at, groups)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *",
             key_id,
             tenant,
             list(scopes),
             _hash(secret),
             name,
             expires_at,
+            None if tool_groups is None else list(tool_groups),
         )
         assert row is not None
         return f"{PREFIX}_{key_id}_{secret}", _record(row)
@@ -134,7 +158,14 @@ class ApiKeyStore:
         )
         if row is None or not hmac.compare_digest(bytes(row["secret_hash"]), _hash(secret)):
             return None
-        principal = Principal(row["tenant"], key_id, frozenset(row["scopes"]), "api-key")
+        groups = row["groups"]
+        principal = Principal(
+            row["tenant"],
+            key_id,
+            frozenset(row["scopes"]),
+            "api-key",
+            None if groups is None else frozenset(groups),
+        )
         self._verified[key_id] = (time.monotonic(), bytes(row["secret_hash"]), principal)
         return principal
 
@@ -148,4 +179,5 @@ def _record(row: asyncpg.Record) -> ApiKey:
         created_at=row["created_at"],
         expires_at=row["expires_at"],
         revoked_at=row["revoked_at"],
+        groups=None if row["groups"] is None else tuple(row["groups"]),
     )

@@ -23,6 +23,9 @@ class Principal:
     subject: str  # the API key id, the JWT `sub`, or "local"
     scopes: frozenset[str]
     method: Literal["local", "api-key", "jwt"]
+    groups: frozenset[str] | None = None
+    """The groups of tools the credential selects (an API key's --groups); None: no selection,
+    every group the deployment offers (skills/groups.py)."""
 
     def allows(self, scope: str) -> bool:
         return scope in self.scopes

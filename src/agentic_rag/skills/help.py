@@ -14,12 +14,15 @@ HOW_TO_CALL = (
 
 
 class HelpInput(BaseModel):
-    topic: str | None = Field(None, description="A skill name or a question; empty for all skills.")
+    topic: str | None = Field(
+        None, description="A skill or group name, or a question; empty for all skills."
+    )
 
 
 class SkillHelp(BaseModel):
     name: str
-    description: str
+    description: str = Field(description="In full: MCP's tools/list shows a summary")
+    group: str | None = Field(description="Its group of tools (docs/skills.md); none: always")
     tags: list[str]
     examples: list[str]
     input_schema: dict[str, object]
@@ -52,7 +55,10 @@ def _render(output: HelpOutput) -> str:
 
 def add_help(registry: SkillRegistry, *, default: bool = True) -> None:
     @registry.skill(
-        description="Lists what this agent can do: every skill, its input schema and examples.",
+        description="Lists what this agent can do: every skill, its description in full, its "
+        "input and output schemas and examples; a topic naming a skill or a group of tools "
+        "narrows it.",
+        summary="What this agent can do: each skill in full; topic: a skill or group name.",
         tags=["help", "discovery"],
         examples=["What can you do?", '{"skill": "help", "arguments": {"topic": "help"}}'],
         text_argument="topic",
@@ -63,7 +69,7 @@ def add_help(registry: SkillRegistry, *, default: bool = True) -> None:
         skills = list(registry)
         if args.topic:
             words = set(re.findall(r"[\w-]+", args.topic.lower()))
-            named = [s for s in skills if s.name.lower() in words]
+            named = [s for s in skills if s.name.lower() in words or s.group in words]
             skills = named or skills
         return HelpOutput(
             how_to_call=HOW_TO_CALL,
@@ -72,6 +78,7 @@ def add_help(registry: SkillRegistry, *, default: bool = True) -> None:
                 SkillHelp(
                     name=s.name,
                     description=s.description,
+                    group=s.group,
                     tags=list(s.tags),
                     examples=list(s.examples),
                     input_schema=s.input_model.model_json_schema(),

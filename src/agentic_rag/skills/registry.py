@@ -20,6 +20,7 @@ from typing import Any, NoReturn, Protocol
 
 from pydantic import BaseModel
 
+from agentic_rag.config import ToolGroup
 from agentic_rag.skills.chat import Chat
 
 
@@ -153,6 +154,12 @@ class Skill:
     file_argument: str | None = None
     """The argument an A2A FilePart's content fills (base64); its `uri`, if it has one
     instead, fills `url`, and its name fills `filename`, when the input model has them."""
+    summary: str | None = None
+    """One line for the lists every conversation pays for (MCP's tools/list); None: the
+    description. The description, in full, is what `help` and the Agent Card show."""
+    group: ToolGroup | None = None
+    """The group of tools it belongs to, which a deployment and an API key select (groups.py);
+    None: in every selection (help)."""
 
     def readable(self, output: BaseModel) -> str:
         if self.render is not None:
@@ -214,6 +221,8 @@ class SkillRegistry:
         public: bool = True,
         resumable: bool = False,
         file_argument: str | None = None,
+        summary: str | None = None,
+        group: ToolGroup | None = None,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated `async def f(ctx, args: In) -> Out` as a skill."""
 
@@ -236,6 +245,8 @@ class SkillRegistry:
                     public=public,
                     resumable=resumable,
                     file_argument=file_argument,
+                    summary=summary,
+                    group=group,
                 )
             )
             if default:
