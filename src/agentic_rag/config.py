@@ -10,6 +10,7 @@ import shlex
 from http.cookiejar import LoadError, MozillaCookieJar
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 from pydantic import (
@@ -256,6 +257,12 @@ class Settings(BaseSettings):
         None,
         description="A FalkorDB server for the knowledge graph (falkor://, falkors://, redis://, "
         "rediss:// or unix:// URL); without it an embedded FalkorDB runs in data_dir.",
+    )
+    graph_embedded: bool = Field(
+        False,
+        description="With an external DATABASE_URL, run the embedded FalkorDB in data_dir all "
+        "the same: only for a database one server uses, since each server sharing it would keep "
+        "a graph of its own (without this `serve` refuses to start).",
     )
     graph_ingest_concurrency: int = Field(
         4, ge=1, description="Queued graph episodes one process extracts at once."
@@ -532,6 +539,78 @@ def setting_errors(invalid: ValidationError) -> list[tuple[str | None, str]]:
         message = str(cause) if error["type"] == "value_error" and cause else error["msg"]
         errors.append((str(error["loc"][0]) if error["loc"] else None, message))
     return errors
+
+
+def split_graph_refusal(settings: Settings) -> str | None:
+    """Why `serve` refuses these settings' graph, or None: an embedded FalkorDB beside an
+    external database. Every server sharing that database would start one of its own, and a
+    fact added through one server would not be found through another (a split brain)."""
+    if settings.database_url is None or settings.graph_url or settings.graph_embedded:
+        return None
+    return (
+        "refusing to start an embedded FalkorDB with an external DATABASE_URL: each server "
+        "sharing that database would keep a knowledge graph of its own; set "
+        "AGENTIC_RAG_GRAPH_URL to a FalkorDB server every replica reaches, or "
+        "AGENTIC_RAG_GRAPH_EMBEDDED=true if this server is the only one on that database"
+    )
+
+
+def shared_limits_warning(settings: Settings) -> str | None:
+    """Why rate limits are not what they say, or None: without REDIS_URL each process counts
+    its own, and a credential may use each worker's and each replica's whole limit."""
+    if settings.redis_url:
+        return None
+    counters = []
+    if settings.workers > 1:
+        counters.append(f"each of the {settings.workers} workers")
+    if settings.database_url is not None:
+        counters.append("each replica sharing DATABASE_URL")
+    if not counters:
+        return None
+    return (
+        f"rate limits are counted by {' and by '.join(counters)} without REDIS_URL: a "
+        "credential can make its limit's worth of requests to every one of them; set "
+        "REDIS_URL to count them together"
+    )
+
+
+def stores(settings: Settings, *, graph: bool = True) -> str:
+    """Where each store of these settings is, embedded or external, URLs without credentials
+    (`graph` False: an app without the knowledge graph): what an operator reads to tell a
+    replica that shares every store from one that does not."""
+    data_dir = settings.data_dir.resolve()
+    database = (
+        f"external {without_credentials(settings.database_url)}"
+        if settings.database_url
+        else f"embedded in {data_dir / 'postgres'}"
+    )
+    limits = (
+        f"Redis {without_credentials(settings.redis_url)}"
+        if settings.redis_url
+        else "in this process"
+    )
+    where = (
+        f"external {without_credentials(settings.graph_url)}"
+        if settings.graph_url
+        else f"embedded in {data_dir / 'falkordb'}"
+    )
+    return (
+        f"stores: database {database}; rate limits {limits}; graph {where if graph else 'none'}; "
+        "work queue in the database (tasks and graph episodes)"
+    )
+
+
+_SECRET_PARAMETER = re.compile(r"pass|secret|token|key", re.IGNORECASE)
+
+
+def without_credentials(url: str) -> str:
+    """`url` without its user, password and any query parameter that may hold a secret."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    query = urlencode(
+        [(k, v) for k, v in parse_qsl(parts.query) if not _SECRET_PARAMETER.search(k)], safe="/"
+    )
+    return f"{parts.scheme}://{host}{parts.path}" + (f"?{query}" if query else "")
 
 
 def keys_create_command(settings: Settings) -> str:

@@ -34,7 +34,13 @@ from typing import Any
 import asyncpg
 import uvicorn
 
-from agentic_rag.config import Settings, environment
+from agentic_rag.config import (
+    Settings,
+    environment,
+    shared_limits_warning,
+    split_graph_refusal,
+    stores,
+)
 from agentic_rag.graph.embedded import EmbeddedFalkorDB, EmbeddedFalkorDBError
 from agentic_rag.observability.logging import configure_logging
 from agentic_rag.observability.metrics import METRICS_DIR_VARIABLE
@@ -49,8 +55,9 @@ REFUSED = 2  # the exit code when the settings may not be served (as for invalid
 STARTUP_FAILURE = 3  # the exit code of a server or worker that could not start (as uvicorn's)
 
 
-def serve(app_factory: str, overrides: dict[str, Any]) -> None:
-    """Serve `app_factory()` with the settings `overrides` on top of the environment's."""
+def serve(app_factory: str, overrides: dict[str, Any], *, graph: bool = True) -> None:
+    """Serve `app_factory()` with the settings `overrides` on top of the environment's;
+    `graph` False for an app without the knowledge graph (which then needs no FalkorDB)."""
     os.environ.update(environment(overrides))
     settings = Settings()  # invalid settings raise here, before anything starts
     workers = settings.workers
@@ -81,8 +88,7 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
                 raise SystemExit(STARTUP_FAILURE) from None
             os.environ.update(environment({"database_url": dsn}))
             log.info("data in %s", settings.data_dir.resolve())
-        else:
-            log.info("database from DATABASE_URL")
+        log.info("%s", stores(settings, graph=graph))
         # `agentic-rag query` on this data directory and database asks this server (running.py).
         url = local_url(settings.host, settings.port)
         stack.enter_context(advertise(settings.data_dir, url, settings.database_url))
@@ -90,10 +96,13 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
             _exposure_refusal(settings, dsn)
             or _embedding_refusal(settings, dsn)
             or _local_llm_refusal(settings)
+            or (split_graph_refusal(settings) if graph else None)
         )
         if refusal is not None:
             log.error("%s", refusal)
             raise SystemExit(REFUSED)
+        if (limits := shared_limits_warning(settings)) is not None:
+            log.warning("%s", limits)
         if workers == 1:
             # uvicorn re-raises SIGTERM and SIGINT (Ctrl-C) after its graceful shutdown: exit
             # normally instead, so that the embedded PostgreSQL stops and no traceback shows.
@@ -104,7 +113,7 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
             if not server.started:
                 raise SystemExit(STARTUP_FAILURE)
             return
-        if settings.graph_url is None:
+        if graph and settings.graph_url is None:
             # The supervisor owns the embedded FalkorDB, as it owns the embedded PostgreSQL:
             # the workers use it (graph/embedded.py), and none of them takes it along when it
             # ends or is restarted.
@@ -117,12 +126,6 @@ def serve(app_factory: str, overrides: dict[str, Any]) -> None:
                 raise SystemExit(STARTUP_FAILURE) from None
         metrics = stack.enter_context(tempfile.TemporaryDirectory(prefix="agentic-rag-"))
         os.environ[METRICS_DIR_VARIABLE] = metrics
-        if settings.redis_url is None:
-            log.warning(
-                "rate limits are counted by each worker without REDIS_URL: a credential "
-                "can make up to %d times its limit",
-                workers,
-            )
         if not _supervise(workers, uvicorn_config):
             raise SystemExit(STARTUP_FAILURE)
 

@@ -120,7 +120,7 @@ def test_sources_lists_the_documents_of_one_source(
 def test_query_asks_the_server_that_holds_the_data_directory(
     database_url: str, data_dir: Path, tmp_path: Path
 ) -> None:
-    env = {"DATABASE_URL": database_url}
+    env = {"DATABASE_URL": database_url, "AGENTIC_RAG_GRAPH_EMBEDDED": "true"}
     notes = tmp_path / "bees.md"
     notes.write_text(NOTES)
     assert (

@@ -166,6 +166,7 @@ def serve_process(database_url: str, tmp_path: Path) -> Iterator[tuple[str, Path
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTIC_RAG_")}
     env.update(DATABASE_URL=database_url, AGENTIC_RAG_DATA_DIR=str(tmp_path / "data"))
+    env.update(AGENTIC_RAG_GRAPH_EMBEDDED="true")  # the only server on this database
     yield f"http://127.0.0.1:{port}", tmp_path / "stdout", env
 
 
