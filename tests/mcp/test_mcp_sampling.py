@@ -21,6 +21,7 @@ from mcp.client.session import ClientRequestContext
 
 from agentic_rag.knowledge import answers, grounding
 from tests.support.databases import new_database
+from tests.support.graph import FACT, RECORDED, TEXT
 from tests.support.knowledge import GARDEN
 from tests.support.live import LiveServer, live_server
 from tests.support.mcp import BIN, ROOT, base_env, mcp_url
@@ -70,6 +71,30 @@ class Declining:
         self, context: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> types.ErrorData:
         return types.ErrorData(code=-1, message="the user declined the sampling request")
+
+
+class ExtractingModel:
+    """The sampling callback of a test client that extracts as a model would for Graphiti:
+    each request names its reply's schema (Graphiti puts the JSON schema in the prompt), and
+    the answer is the recorded one for that schema (tests/data/graph/llm-responses.json)."""
+
+    def __init__(self) -> None:
+        self.recorded: dict[str, Any] = json.loads(RECORDED.read_text())
+        self.asked: list[str] = []
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        prompt = " ".join(
+            m.content.text for m in params.messages if isinstance(m.content, types.TextContent)
+        )
+        (schema,) = [name for name in self.recorded if f'"title": "{name}"' in prompt]
+        self.asked.append(schema)
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text=json.dumps(self.recorded[schema])),
+            model=MODEL,
+        )
 
 
 def answer_of(result: types.CallToolResult) -> dict[str, Any]:
@@ -210,6 +235,46 @@ async def test_a_handshake_era_client_over_stateless_http_cannot_sample(
     assert "offers no model" in answer["text"]
 
 
+async def extracted_with_the_clients_model(client: Client, group: str) -> list[str]:
+    """add_memory with the client's model, then the facts the graph holds for the group."""
+    added = await client.call_tool(
+        "add_memory",
+        {"name": "Team news", "episode_body": TEXT, "group_id": group, "use_client_model": True},
+    )
+    assert not added.is_error, added.content
+    assert added.structured_content is not None
+    message = added.structured_content["result"]["message"]
+    assert message.startswith("Episode 'Team news' extracted with the client's model in group")
+    found = await client.call_tool(
+        "search_memory_facts", {"query": "Who works at Acme?", "group_ids": [group]}
+    )
+    assert found.structured_content is not None
+    return [fact["fact"] for fact in found.structured_content["result"]["facts"]]
+
+
+async def test_graph_extraction_runs_with_the_clients_model(server: LiveServer) -> None:
+    # Without an LLM, add_memory asked to use the client's model extracts within the call:
+    # each of Graphiti's prompts is a round trip of the 2026-07-28 call.
+    model = ExtractingModel()
+    async with Client(mcp_url(server), sampling_callback=model) as client:
+        facts = await extracted_with_the_clients_model(client, "local:team")
+    assert any(FACT in fact for fact in facts)
+    assert {"ExtractedEntities", "ExtractedEdges"} <= set(model.asked)
+
+
+async def test_graph_extraction_without_the_clients_model_needs_an_llm(
+    server: LiveServer,
+) -> None:
+    model = ExtractingModel()
+    async with Client(mcp_url(server), sampling_callback=model) as client:
+        unasked = await client.call_tool(
+            "add_memory", {"name": "Team news", "episode_body": TEXT, "group_id": "local:other"}
+        )
+    assert model.asked == []
+    assert unasked.is_error
+    assert "add_memory needs an LLM to extract entities and facts" in str(unasked.content)
+
+
 # -- stdio -----------------------------------------------------------------------------------
 
 
@@ -245,6 +310,17 @@ async def test_over_stdio_the_setting_asks_for_the_clients_model(
     assert answer_of(by_setting)["text"] == GROUNDED
     assert len(model.asked) == 1  # the call that refused it sent nothing
     assert answer_of(refused)["mode"] == "extractive"
+
+
+async def test_over_stdio_graph_extraction_asks_the_clients_model(
+    stdio_env: dict[str, str],
+) -> None:
+    # 2025-11-25: each of Graphiti's prompts is a sampling/createMessage request over stdio.
+    model = ExtractingModel()
+    async with stdio_client(stdio_env, mode="legacy", sampling_callback=model) as client:
+        facts = await extracted_with_the_clients_model(client, "local:team")
+    assert any(FACT in fact for fact in facts)
+    assert {"ExtractedEntities", "ExtractedEdges"} <= set(model.asked)
 
 
 async def test_over_stdio_a_declined_request_leaves_the_quotes(stdio_env: dict[str, str]) -> None:

@@ -5,9 +5,13 @@ unless an LLM endpoint is configured:
 - `FusionOrder`: the "cross-encoder" Graphiti insists on, which keeps the order rank fusion
   gave (the graph skills search with Graphiti's RRF recipes, which never call it);
 - `NoLLM`: the LLM client when none is configured, which refuses every call and says how to
-  configure one; `graphiti_llm` gives Graphiti the configured one, metered (cost.py).
+  configure one; `graphiti_llm` gives Graphiti the configured one, metered (cost.py);
+- `ChatLLM`: the caller's own model (`SkillContext.client_model`), for an episode extracted
+  within the call that asked for it.
 """
 
+import json
+import re
 import typing
 from collections.abc import Iterable
 
@@ -22,7 +26,7 @@ from pydantic import BaseModel
 from agentic_rag.embedding.embedders import Embedder
 from agentic_rag.graph.cost import MeteredOpenAI
 from agentic_rag.graph.errors import Unavailable
-from agentic_rag.llm.chat import OpenAIChat
+from agentic_rag.llm.chat import Chat, OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint
 
 ENABLE_LLM = (
@@ -107,6 +111,38 @@ class NoLLM(LLMClient):
         raise Unavailable(
             f"this graph operation needs an LLM, and none is configured: {ENABLE_LLM}"
         )
+
+
+class ChatLLM(LLMClient):
+    """Graphiti's LLM client over a `Chat`: the caller's own model, asked within its call.
+
+    Graphiti puts the reply's JSON schema in the prompt itself (`generate_response`); a reply
+    that holds no JSON object raises JSONDecodeError, which Graphiti asks again for.
+    """
+
+    def __init__(self, chat: Chat) -> None:
+        super().__init__(LLMConfig(model="client-model", temperature=0.0))
+        self._chat = chat
+
+    async def _generate_response(
+        self,
+        messages: list[Message],
+        response_model: type[BaseModel] | None = None,
+        max_tokens: int = 0,
+        model_size: ModelSize = ModelSize.medium,
+        *,
+        model: str | None = None,
+    ) -> dict[str, typing.Any]:
+        reply = await self._chat.complete(
+            [{"role": m.role, "content": m.content} for m in messages],
+            max_tokens=max_tokens or self.max_tokens,
+            json_object=True,
+        )
+        found = re.search(r"\{.*\}", reply, re.DOTALL)
+        parsed = json.loads(found.group(0) if found else reply)
+        if not isinstance(parsed, dict):
+            raise json.JSONDecodeError("the reply is JSON but not an object", reply, 0)
+        return parsed
 
 
 def graphiti_llm(chat: ChatEndpoint) -> OpenAIGenericClient:

@@ -13,7 +13,7 @@ arguments, for the skills and the service alike.
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rag.graph.errors import InvalidRequest
 
@@ -39,6 +39,11 @@ class AddMemoryArguments(BaseModel):
     update_communities: bool = False
     saga: str | None = None
     saga_previous_episode_uuid: str | None = None
+    use_client_model: bool | None = Field(
+        None,
+        description="Without a server LLM, extract now with your MCP client's model (sampling); "
+        "the episode goes to that model. Unset: the server's setting",
+    )
 
 
 class SearchNodesArguments(BaseModel):

@@ -47,6 +47,7 @@ from redis.backoff import ExponentialBackoff
 from agentic_rag.config import Settings
 from agentic_rag.embedding.embedders import Embedder
 from agentic_rag.graph.clients import (
+    ChatLLM,
     FusionOrder,
     GraphEmbedder,
     LLMRequired,
@@ -76,6 +77,7 @@ from agentic_rag.graph.results import (
     parse_time,
 )
 from agentic_rag.graph.search import use_fact_index
+from agentic_rag.llm.chat import Chat
 from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.storage.pool import Pool
 
@@ -147,6 +149,11 @@ class GraphService:
     def require_llm(self, skill: str) -> None:
         if self._llm is None:
             raise LLMRequired(skill)
+
+    @property
+    def has_llm(self) -> bool:
+        """Whether an LLM is configured (else the caller's own model may extract, asked for)."""
+        return self._llm is not None
 
     async def start(self) -> None:
         if self._embedded is not None:
@@ -244,8 +251,27 @@ class GraphService:
         self._ingestion.wake()
         return uuid
 
-    async def extract(self, ns: Namespace, uuid: str, arguments: dict[str, Any]) -> None:
-        """Extract a queued episode into `ns`'s graph (LLM calls), under its uuid.
+    async def extract_now(self, ns: Namespace, args: AddMemoryArguments, chat: Chat) -> str:
+        """Extract an episode within the call, with `chat` (the caller's own model), instead of
+        queuing it; its uuid once its entities and facts are in the graph.
+
+        Without a `reference_time`, the episode is dated at the start of the current UTC day,
+        not this instant: a 2026-07-28 call runs again for each reply of the client's model
+        (mcp/sampling.py), and the prompts, which carry the time, must be the same each time.
+        """
+        episode_type(args.source)
+        today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        reference_time = parse_time(args.reference_time, "reference_time") or today
+        uuid = args.uuid or str(uuid4())
+        arguments = {**args.model_dump(), "reference_time": reference_time.isoformat()}
+        await self.extract(ns, uuid, arguments, chat=chat)
+        return uuid
+
+    async def extract(
+        self, ns: Namespace, uuid: str, arguments: dict[str, Any], *, chat: Chat | None = None
+    ) -> None:
+        """Extract a queued episode into `ns`'s graph (LLM calls), under its uuid; with `chat`,
+        the caller's own model does, for an episode extracted within its call.
 
         The episode's node is saved first (unless it exists: Graphiti's way of extracting an
         episode again), so that Graphiti extracts it under the uuid add_memory answered with;
@@ -253,11 +279,19 @@ class GraphService:
         fails (Graphiti writes what it extracted only at the end), so that no later episode
         reads a failed one as its context.
         """
-        self.require_llm("add_memory")
+        if chat is None:
+            self.require_llm("add_memory")
         args = AddMemoryArguments.model_validate(arguments)
         kind = episode_type(args.source)
         reference_time = parse_time(args.reference_time, "reference_time") or datetime.now(UTC)
         graphiti = await self._graphiti(ns)
+        if chat is not None:  # the same graph, through the caller's model
+            graphiti = Graphiti(
+                graph_driver=graphiti.driver,
+                llm_client=ChatLLM(chat),
+                embedder=self._embedder,
+                cross_encoder=self._cross_encoder,
+            )
         await self._remember(ns)
         driver = graphiti.driver
         created: EpisodicNode | None = None

@@ -78,6 +78,17 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
 
     async def add_memory(ctx: SkillContext, args: AddMemoryArguments) -> AddMemoryOutput:
         ns = namespace(ctx.tenant, args.group_id)
+        asked = args.use_client_model
+        wanted = graph.settings.use_client_model if asked is None else asked
+        if wanted and not graph.has_llm and ctx.client_model is not None:
+            # The caller's model is reachable only while the call lasts: extracted now.
+            uuid = await graph.extract_now(ns, args, ctx.client_model)
+            return AddMemoryOutput(
+                result=SuccessResponse(
+                    message=f"Episode '{args.name}' extracted with the client's model in group "
+                    f"'{ns.name}' (uuid {uuid})"
+                )
+            )
         uuid = await graph.queue_episode(ns, args)
         # Graphiti's server answers so too: the episode is queued, extracted in the background.
         return AddMemoryOutput(
