@@ -178,6 +178,35 @@ async def test_an_asked_argument_is_merged_into_the_arguments(watched: Watched) 
     assert asked.requested_schema["properties"]["confirm"]["type"] == "boolean"
 
 
+PAINT_FORM = {
+    "colour": {
+        "type": "string",
+        "title": "Colour",
+        "description": "The paint's colour",
+        "enum": ["red", "ochre"],
+    },
+    "shades": {
+        "type": "array",
+        "title": "Shades",
+        "minItems": 1,
+        "items": {"type": "string", "enum": ["light", "dark"]},
+    },
+    "finish": {"type": "string", "title": "Finish", "enum": ["matte", "gloss"], "default": "matte"},
+}
+
+
+async def test_choices_are_asked_as_enums_with_their_defaults(watched: Watched) -> None:
+    # An Enum (a $ref), an optional field (anyOf with null), a list of Literal choices
+    # (a multi-select) and a default: the spec's form fields, not the model's raw schema.
+    elicit = Elicitations({"colour": "ochre", "shades": ["light", "dark"], "finish": "gloss"})
+    async with Client(watched.mcp, elicitation_callback=elicit) as client:
+        result = await client.call_tool("paint", {})
+    assert result.structured_content == {"text": "gloss ochre in light and dark"}
+    (asked,) = elicit.asked
+    assert asked.requested_schema["properties"] == PAINT_FORM
+    assert asked.requested_schema["required"] == ["colour", "shades", "finish"]
+
+
 async def test_a_declined_question_ends_the_call_with_an_error(sut: LiveServer) -> None:
     elicit = Elicitations(action="decline")
     async with Client(mcp_url(sut), elicitation_callback=elicit) as client:

@@ -169,6 +169,19 @@ async def test_in_process_elicitation(in_process: InProcess, mode: str) -> None:
     ]
 
 
+@MODES
+async def test_in_process_choices_are_asked_as_enums(in_process: InProcess, mode: str) -> None:
+    elicit = Elicitations({"colour": "red", "shades": ["dark"], "finish": "matte"})
+    async with in_process.client(mode=mode, elicitation_callback=elicit) as client:
+        result = await client.call_tool("paint", {})
+    assert result.structured_content == {"text": "matte red in dark"}
+    (asked,) = elicit.asked
+    form = asked.requested_schema["properties"]
+    assert form["colour"]["enum"] == ["red", "ochre"]
+    assert form["shades"]["items"] == {"type": "string", "enum": ["light", "dark"]}
+    assert form["finish"]["default"] == "matte"
+
+
 async def test_in_process_without_elicitation_says_what_is_missing(
     in_process: InProcess,
 ) -> None:

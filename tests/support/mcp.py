@@ -4,8 +4,9 @@ callbacks, and the stdio server's environment."""
 import asyncio
 import os
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import httpx2
@@ -13,7 +14,7 @@ import mcp.types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agentic_rag.skills import SkillContext, SkillRegistry
 from conformance.skills import ScriptOutput, conformance_registry
@@ -36,6 +37,19 @@ class Whoami(BaseModel):
 class DeleteInput(BaseModel):
     target: str
     confirm: bool = False
+
+
+class Colour(StrEnum):
+    RED = "red"
+    OCHRE = "ochre"
+
+
+class PaintInput(BaseModel):
+    """Choices a person makes, asked with a form when the colour is not given."""
+
+    colour: Colour | None = Field(None, description="The paint's colour")
+    shades: list[Literal["light", "dark"]] = Field(default_factory=list, min_length=1)
+    finish: Literal["matte", "gloss"] = "matte"
 
 
 def watched_registry(record: Callable[[str], None]) -> SkillRegistry:
@@ -70,6 +84,12 @@ def watched_registry(record: Callable[[str], None]) -> SkillRegistry:
         if not args.confirm:
             ctx.ask(f"Really delete {args.target}?", missing=["confirm"])
         return ScriptOutput(text=f"deleted {args.target}")
+
+    @registry.skill(description="Paints with the colour, shades and finish the caller picks.")
+    async def paint(ctx: SkillContext, args: PaintInput) -> ScriptOutput:
+        if args.colour is None:
+            ctx.ask("Which colour, shades and finish?", missing=["colour", "shades", "finish"])
+        return ScriptOutput(text=f"{args.finish} {args.colour} in {' and '.join(args.shades)}")
 
     @registry.skill(description="Fails with an exception nobody expected.")
     async def boom(ctx: SkillContext, args: Nothing) -> ScriptOutput:

@@ -39,6 +39,7 @@ _FORM_KEYWORDS = frozenset(
     }
 )
 _STRING_FORMATS = frozenset({"email", "uri", "date", "date-time"})
+_ARRAY_KEYWORDS = frozenset({"type", "title", "description", "default", "minItems", "maxItems"})
 
 
 class Declined(Exception):
@@ -74,10 +75,11 @@ def question_for(skill: Skill, needed: InputRequired) -> Question | None:
         answer = {"type": "string", "title": "Answer", "description": needed.question}
         schema = {"type": "object", "properties": {ANSWER: answer}, "required": [ANSWER]}
         return Question(needed.question, (), schema)
-    known = skill.input_model.model_json_schema().get("properties", {})
+    model_schema = skill.input_model.model_json_schema()
+    known, defs = model_schema.get("properties", {}), model_schema.get("$defs", {})
     properties: dict[str, Any] = {}
     for name in needed.missing:
-        prop = _form_field(known.get(name))
+        prop = _form_field(known.get(name), defs)
         if prop is None:
             return None
         properties[name] = prop
@@ -85,13 +87,75 @@ def question_for(skill: Skill, needed: InputRequired) -> Question | None:
     return Question(needed.question, tuple(needed.missing), schema)
 
 
-def _form_field(prop: Any) -> dict[str, Any] | None:
-    if not isinstance(prop, dict) or prop.get("type") not in _PRIMITIVE_TYPES:
-        return None  # nested, a union or a reference: no form field can hold it
+def _form_field(prop: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
+    """The form field of a model's field schema, or None when no form field can hold it.
+
+    The spec's fields: a string, number, integer or boolean (with its default), a choice of
+    values (`enum`, or `oneOf` of titled `const`s) and a list of choices (an array of such
+    items, a multi-select). An Enum's `$ref` and an optional field's `anyOf` with null, as
+    pydantic writes them, are resolved first; nested objects and other unions are not fields.
+    """
+    prop = _resolved(prop, defs)
+    if prop is None:
+        return None
+    if prop.get("type") == "array":
+        items = _resolved(prop.get("items"), defs)
+        choices = _choices(items) if items is not None else None
+        if choices is None:
+            return None
+        kept = {k: v for k, v in prop.items() if k in _ARRAY_KEYWORDS}
+        return {**kept, "items": choices}
+    if prop.get("type") not in _PRIMITIVE_TYPES:
+        return None
     kept = {k: v for k, v in prop.items() if k in _FORM_KEYWORDS}
     if prop.get("format") in _STRING_FORMATS:
         kept["format"] = prop["format"]
+    titled = prop.get("oneOf")
+    if isinstance(titled, list) and all(_is_titled_const(o) for o in titled):
+        kept["oneOf"] = titled
     return kept
+
+
+def _resolved(prop: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
+    """`prop` with a `$ref` into `$defs` and an `anyOf` with null taken out; the field's own
+    title, description and default win over the referenced schema's."""
+    if not isinstance(prop, dict):
+        return None
+    schema: dict[str, Any] = prop
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        target = defs.get(ref.removeprefix("#/$defs/"))
+        if not ref.startswith("#/$defs/") or not isinstance(target, dict):
+            return None
+        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        values = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
+        if len(values) != 1:
+            return None  # a real union: no one field can hold it
+        inner = _resolved(values[0], defs)
+        if inner is None:
+            return None
+        outer = {k: v for k, v in schema.items() if k != "anyOf"}
+        if outer.get("default", 0) is None:
+            del outer["default"]  # "not given" is no value a form can show
+        schema = {**inner, **outer}
+    return schema
+
+
+def _choices(items: dict[str, Any]) -> dict[str, Any] | None:
+    """The `items` of a multi-select: string values, or titled `const`s."""
+    values = items.get("enum")
+    if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
+        return {"type": "string", "enum": values}
+    titled = items.get("anyOf", items.get("oneOf"))
+    if isinstance(titled, list) and titled and all(_is_titled_const(o) for o in titled):
+        return {"anyOf": titled}
+    return None
+
+
+def _is_titled_const(option: Any) -> bool:
+    return isinstance(option, dict) and isinstance(option.get("const"), str) and "title" in option
 
 
 def merge(gathered: Gathered, fields: Sequence[str], message: str, answer: Any) -> Gathered:
