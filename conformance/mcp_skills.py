@@ -89,6 +89,10 @@ class ConfirmInput(BaseModel):
     ok: bool = Field(default=False, description="Confirmed")
 
 
+class PromptInput(BaseModel):
+    prompt: str = Field(description="The prompt to send to the LLM")
+
+
 class TwoStepsInput(BaseModel):
     name: str = Field(default="", description="Your name")
     color: str = Field(default="", description="Your favorite color")
@@ -171,6 +175,30 @@ def add_fixture_skills(registry: SkillRegistry) -> None:
             )
         content = args.model_dump()
         return Reply(text=f"Elicitation completed: action=accept, content={json.dumps(content)}")
+
+    async def sample(ctx: SkillContext, prompt: str) -> Reply:
+        model = ctx.client_model
+        if model is None:
+            raise SkillError("the client offers no model to ask (no sampling)")
+        reply = await model.complete([{"role": "user", "content": prompt}], max_tokens=100)
+        return Reply(text=f"LLM response: {reply}")
+
+    @skill("Asks the client's model the prompt given (tools-call-sampling).")
+    async def test_sampling(ctx: SkillContext, args: PromptInput) -> Reply:
+        return await sample(ctx, args.prompt)
+
+    @skill("Asks the client's model a question (input-required-result-basic-sampling).")
+    async def test_input_required_result_sampling(ctx: SkillContext, args: NoArguments) -> Reply:
+        return await sample(ctx, "What is the capital of France?")
+
+    @skill("Asks the client's model if it offers one, else the user (capability-check).")
+    async def test_input_required_result_capabilities(ctx: SkillContext, args: NameInput) -> Reply:
+        # As the product's skills do: the client's model when the client offers it.
+        if ctx.client_model is not None:
+            return await sample(ctx, "Suggest a name for a test user")
+        if not args.name:
+            ctx.ask("What is your name?", ["name"])
+        return Reply(text=f"Hello, {args.name}!")
 
     @skill("Asks for a name, then greets (input-required-result-basic-elicitation).")
     async def test_input_required_result_elicitation(ctx: SkillContext, args: NameInput) -> Reply:
