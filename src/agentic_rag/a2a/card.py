@@ -6,13 +6,12 @@ from typing import Any
 
 import orjson
 
+from agentic_rag.a2a.invocation import INPUT_MODES, input_modes
 from agentic_rag.a2a.v1 import card as v1_card
 from agentic_rag.config import Settings
 from agentic_rag.schema.a2a import AgentCapabilities, AgentCard, AgentSkill, SecurityScheme
 from agentic_rag.skills import SkillRegistry
 from agentic_rag.tasks.calls import OUTPUT_MODES
-
-INPUT_MODES = ["text/plain", "application/json"]
 
 
 def agent_card(
@@ -36,7 +35,7 @@ def agent_card(
         capabilities=AgentCapabilities(
             streaming=True, push_notifications=True, state_transition_history=False
         ),
-        default_input_modes=INPUT_MODES,
+        default_input_modes=list(INPUT_MODES),
         default_output_modes=list(OUTPUT_MODES),
         skills=[
             AgentSkill(
@@ -45,7 +44,7 @@ def agent_card(
                 description=skill.description,
                 tags=list(skill.tags),
                 examples=list(skill.examples) or None,
-                input_modes=INPUT_MODES,
+                input_modes=input_modes(skill),
                 output_modes=list(OUTPUT_MODES),
             )
             for skill in registry

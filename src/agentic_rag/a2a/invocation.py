@@ -22,6 +22,25 @@ from agentic_rag.tasks.calls import CallReader, Invocation
 from agentic_rag.tasks.errors import TaskRequestError
 from agentic_rag.tasks.parts import text_of
 
+# What every skill reads from a message: text, and JSON in a DataPart.
+INPUT_MODES = ("text/plain", "application/json")
+
+
+def input_modes(skill: Skill) -> list[str]:
+    """The media types `skill` reads from a message: text and JSON, and the files it takes."""
+    return [*INPUT_MODES, *skill.file_media_types]
+
+
+def media_types_read(registry: SkillRegistry) -> frozenset[str]:
+    """The media types some skill of `registry` reads."""
+    return frozenset({*INPUT_MODES, *(t for skill in registry for t in skill.file_media_types)})
+
+
+def reads_media_type(registry: SkillRegistry, media_type: str) -> bool:
+    """Whether some skill of `registry` reads content of `media_type` (its parameters, such
+    as a charset, aside)."""
+    return media_type.split(";", 1)[0].strip().lower() in media_types_read(registry)
+
 
 def resolve(registry: SkillRegistry, history: Sequence[Message]) -> Invocation:
     """The invocation the user messages of `history` ask for."""

@@ -130,7 +130,7 @@ class A2AEndpoints:
             "tasks/pushNotificationConfig/delete": self._delete_push,
             "agent/getAuthenticatedExtendedCard": self._extended_card,
         }
-        self.v1 = A2AService(tasks, self._accept, self._extended_card_v030)
+        self.v1 = A2AService(tasks, self._accept, self._extended_card_v030, registry)
         self._v1_rpc = v1.JsonRpcV1(self.v1)
 
     def _card(self, *, extended: bool, v030: bool) -> bytes:

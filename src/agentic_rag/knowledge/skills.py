@@ -339,6 +339,7 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
         render=_render_ingest,
         resumable=True,
         file_argument="data",
+        file_media_types=["application/pdf"],
     )
     async def ingest_pdf(ctx: SkillContext, args: IngestPdfInput) -> IngestSummary:
         return await knowledge.ingest_pdf(

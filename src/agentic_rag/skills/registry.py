@@ -154,6 +154,9 @@ class Skill:
     file_argument: str | None = None
     """The argument an A2A FilePart's content fills (base64); its `uri`, if it has one
     instead, fills `url`, and its name fills `filename`, when the input model has them."""
+    file_media_types: tuple[str, ...] = ()
+    """The media types of the files `file_argument` takes: the Agent Card lists them among
+    the skill's input modes, and A2A 1.0 refuses a file of a type no skill takes."""
     summary: str | None = None
     """One line for the lists every conversation pays for (MCP's tools/list); None: the
     description. The description, in full, is what `help` and the Agent Card show."""
@@ -221,6 +224,7 @@ class SkillRegistry:
         public: bool = True,
         resumable: bool = False,
         file_argument: str | None = None,
+        file_media_types: Sequence[str] = (),
         summary: str | None = None,
         group: ToolGroup | None = None,
     ) -> Callable[[Handler], Handler]:
@@ -231,6 +235,8 @@ class SkillRegistry:
             for argument in (text_argument, file_argument):
                 if argument is not None and argument not in input_model.model_fields:
                     raise ValueError(f"{input_model.__name__} has no field {argument!r}")
+            if file_media_types and file_argument is None:
+                raise ValueError("file_media_types are the types of a file_argument: name it")
             skill = self.add(
                 Skill(
                     name=name or handler.__name__,
@@ -245,6 +251,7 @@ class SkillRegistry:
                     public=public,
                     resumable=resumable,
                     file_argument=file_argument,
+                    file_media_types=tuple(file_media_types),
                     summary=summary,
                     group=group,
                 )

@@ -10,16 +10,19 @@ from a2a.types import a2a_pb2 as pb
 from starlette.requests import Request
 
 from agentic_rag.a2a.errors import (
+    ContentTypeNotSupportedError,
     InvalidParamsError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from agentic_rag.a2a.invocation import media_types_read, reads_media_type
 from agentic_rag.a2a.v1 import card as v1_card
 from agentic_rag.a2a.v1 import wire
 from agentic_rag.a2a.v1.errors import ExtendedAgentCardNotConfiguredError
 from agentic_rag.a2a.v1.listing import list_tasks
 from agentic_rag.schema.compat import SendParams
 from agentic_rag.security.principal import principal_of
+from agentic_rag.skills import SkillRegistry
 from agentic_rag.tasks import states
 from agentic_rag.tasks.parts import final_status, with_history
 from agentic_rag.tasks.service import Accepted, Reply, TaskService
@@ -48,8 +51,28 @@ def _history(request: pb.GetTaskRequest | pb.SendMessageConfiguration) -> int | 
 
 
 class A2AService:
-    def __init__(self, tasks: TaskService, accept: Accept, extended_card: ExtendedCard) -> None:
+    def __init__(
+        self,
+        tasks: TaskService,
+        accept: Accept,
+        extended_card: ExtendedCard,
+        registry: SkillRegistry,
+    ) -> None:
         self._tasks, self._accept, self._extended_card = tasks, accept, extended_card
+        self._registry = registry
+
+    def _check_media_types(self, message: pb.Message) -> None:
+        """A file part (raw or url) of a media type no skill reads is refused before any task
+        exists (spec §3.1.1: ContentTypeNotSupportedError). 0.x keeps its behaviour."""
+        for i, part in enumerate(message.parts):
+            media_type = part.media_type
+            is_file = part.WhichOneof("content") in ("raw", "url")
+            if is_file and media_type and not reads_media_type(self._registry, media_type):
+                takes = sorted(media_types_read(self._registry))
+                raise ContentTypeNotSupportedError(
+                    f"message.parts[{i}] is {media_type!r}, which no skill of this agent "
+                    f"reads; it reads {', '.join(takes)}"
+                )
 
     async def _accepted(
         self, http: Request, request: pb.SendMessageRequest, reply: Reply
@@ -57,6 +80,7 @@ class A2AService:
         """The message accepted by the engine; 1.0 refuses a message to a final task with
         -32004 (0.x starts a follow-up task instead: docs/a2a-notes.md §12.4) and one that
         names an unknown task with -32001."""
+        self._check_media_types(request.message)
         send = wire.send_params(request)
         named = send.message.task_id
         if named is not None:
