@@ -109,6 +109,12 @@ class Settings(BaseSettings):
         10.0,
         description="How often a worker looks for unfinished tasks of workers that are gone.",
     )
+    worker_lease_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="How long a worker that lost its database connection keeps its tasks: "
+        "others take them over only once its lease has been gone this long.",
+    )
 
     push_allow_private: HostList = Field(
         default_factory=list,

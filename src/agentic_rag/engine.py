@@ -92,7 +92,7 @@ class Engine:
         )
         self.network = Network(settings, self.database)
 
-        self.cluster = Cluster(self.database)
+        self.cluster = Cluster(self.database, lease_seconds=settings.worker_lease_seconds)
         store = TaskStore(self.database, self.cluster.worker)
         bus = LocalEventBus()
         self._journal = Journal(store, bus)
@@ -181,6 +181,7 @@ class Engine:
             on_cancel=self.tasks.cancel_requested,
             sweep=self.tasks.recover,
             sweep_seconds=self.settings.worker_sweep_seconds,
+            on_renewed=self._runner.drop_taken_over,
         )
         stack.push_async_callback(self.cluster.stop)
         if self.graph is not None:  # its episode queue, worked under this worker's lease

@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from agentic_rag.storage.cluster import WORKER_LOCK_CLASS
 from tests.support.cluster import (
     FINAL,
+    LEASE_SECONDS,
     Answers,
     Cluster,
     ExternalPostgres,
@@ -103,7 +105,19 @@ def test_a_replica_killed_mid_crawl_is_taken_over_and_nothing_is_stored_twice(
     assert fetched_again <= 4, pages.served
 
 
-def test_a_paused_replica_keeps_its_tasks_and_finishes_them_when_resumed(
+def cut_off(cluster: Cluster, worker: int) -> None:
+    """End the database session that holds `worker`'s lease, as a network failure would."""
+    (row,) = query(
+        cluster.database_url,
+        "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_locks WHERE locktype = 'advisory'"
+        " AND granted AND classid = $1 AND objid::bigint = $2 AND objsubid = 2",
+        WORKER_LOCK_CLASS,
+        worker,
+    )
+    assert row["n"] == 1
+
+
+def test_a_paused_replica_cut_off_for_less_than_its_lease_keeps_its_tasks(
     running: Cluster, answers: tuple[Answers, Answers], site: tuple[SlowSite, str]
 ) -> None:
     a, b = answers
@@ -114,9 +128,11 @@ def test_a_paused_replica_keeps_its_tasks_and_finishes_them_when_resumed(
     owner = worker_of(running, task_id)
     running.replicas[0].pause()
     try:
-        # Many sweeps of the other replica (AGENTIC_RAG_WORKER_SWEEP_SECONDS=1) while paused:
-        # the paused replica's lease is live (its connection is open), so none takes it over.
-        time.sleep(6)
+        # Its lease's connection ends while it is paused: its lock is gone. Sweeps of the other
+        # replica (every second) during a pause longer than that but shorter than the lease
+        # spare it: they saw it holding its lease within LEASE_SECONDS.
+        cut_off(running, owner)
+        time.sleep(LEASE_SECONDS / 2)
         assert worker_of(running, task_id) == owner
         task = b.task(task_id)
         assert task is not None and task["status"]["state"] == "working", task
@@ -126,6 +142,46 @@ def test_a_paused_replica_keeps_its_tasks_and_finishes_them_when_resumed(
     task = final_task(a, task_id, running)
     assert output(task)["source_id"]
     assert worker_of(running, task_id) == owner
+    running.heal()
+    invariants.hold([task_id])
+    assert invariants.documents(url) == PAGES
+
+
+def test_a_replica_cut_off_past_its_lease_is_taken_over_and_drops_the_task_when_back(
+    running: Cluster, answers: tuple[Answers, Answers], site: tuple[SlowSite, str]
+) -> None:
+    a, b = answers
+    _, url = site
+    invariants = Invariants(running)
+    task_id = start_crawl(a, url)
+    wait_for("a few pages stored", lambda: invariants.documents(url) >= 3, 180, running.logs())
+    owner = worker_of(running, task_id)
+    paused = running.replicas[0]
+    logged = paused.log_size()
+    paused.pause()
+    try:
+        cut_off(running, owner)
+        wait_for(
+            "the other replica takes the task over once the lease is gone",
+            lambda: worker_of(running, task_id) != owner,
+            LEASE_SECONDS * 10,
+            running.logs(),
+        )
+    finally:
+        paused.resume()
+
+    task = final_task(b, task_id, running)
+    assert output(task)["source_id"]
+    # Back, the replica took its lease again and stopped its run of the task, storing nothing.
+    wait_for(
+        "the replica stops the task it lost",
+        lambda: (
+            "taken over by another worker while this one had lost its lease"
+            in paused.log_since(logged)
+        ),
+        60,
+        paused.log_since(logged),
+    )
     running.heal()
     invariants.hold([task_id])
     assert invariants.documents(url) == PAGES
@@ -169,7 +225,24 @@ class Load:
             raise AssertionError(f"{self.errors[0]}\n{self.cluster.logs()}") from self.errors[0]
 
 
-@pytest.mark.parametrize("outage_seconds", [5])
+# Lines a replica may log at most once per outage (once per change of state), not per attempt.
+ONCE_PER_OUTAGE = (
+    "graph ingestion: looking for queued episodes failed",
+    "lost the database connection that holds its lease",
+    "taking its lease again failed",
+    "the sweep failed",
+    "journal: writing task events failed",
+    "tasks: running skills and storing their outcomes failed",
+    "A2A calls: the database failed",
+)
+NEVER = (
+    "exception was never retrieved",  # a future or task whose failure nobody looked at
+    "internal error answering a JSON-RPC request",  # an outage is answered as one, not as a bug
+    "Internal Server Error",
+)
+
+
+@pytest.mark.parametrize("outage_seconds", [5, 60])
 def test_postgresql_stopped_under_load_refuses_with_protocol_errors_and_leaves_no_task_stuck(
     running: Cluster,
     answers: tuple[Answers, Answers],
@@ -181,19 +254,47 @@ def test_postgresql_stopped_under_load_refuses_with_protocol_errors_and_leaves_n
     invariants = Invariants(running)
     task_id = start_crawl(b, url)
     wait_for("a few pages stored", lambda: invariants.documents(url) >= 3, 180, running.logs())
+    logged = [replica.log_size() for replica in running.replicas]
     load = Load(answers, running)
     try:
         with running.postgres.outage():
+            stopped = time.monotonic()
             time.sleep(outage_seconds)  # the fault's length, not a wait for a result
+            restarted = time.monotonic()
         wait_for("both replicas ready", lambda: all(r.ready() for r in running.replicas), 120)
     finally:
         load.stop()
     refused = [x for c in answers for x in c.answered if "error" in x]
     assert refused, "no request was refused while the database was down"
+    # Every call under way in the first half of the outage (blocking sends among them, whose
+    # task's outcome cannot be stored) was answered while the database was still down.
+    middle = stopped + (restarted - stopped) / 2
+    held = [
+        (method, round(answered - stopped, 1))
+        for c in answers
+        for method, sent, answered in c.calls
+        if sent < middle and answered > stopped and answered > restarted
+    ]
+    assert not held, f"calls answered only once the database was back: {held}"
 
+    # A cancel of the crawl that ran on B through the outage (whose outcome B may not yet
+    # have stored): it ends, or has ended, never left working.
+    canceled = a.call("tasks/cancel", {"id": task_id})
+    assert canceled is not None, "replica A does not answer"
+    if "error" in canceled:
+        assert canceled["error"]["code"] == -32002, canceled  # not cancelable: it has ended
+    else:
+        assert canceled["result"]["status"]["state"] == "canceled", canceled
     final_task(a, task_id, running)
     running.heal()
     invariants.hold([task_id, *load.task_ids])
+
+    for replica, offset in zip(running.replicas, logged, strict=True):
+        log = replica.log_since(offset)
+        for line in ONCE_PER_OUTAGE:
+            assert log.count(line) <= 1, f"{line!r} logged {log.count(line)} times:\n{log}"
+        for line in NEVER:
+            assert line not in log, f"{line!r} logged:\n{log}"
 
 
 def test_falkordb_stopped_fails_graph_calls_with_a_protocol_answer_and_nothing_else(

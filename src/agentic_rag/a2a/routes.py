@@ -31,6 +31,7 @@ from agentic_rag.a2a.v1.rest import HttpJson
 from agentic_rag.a2a.v1.service import A2AService
 from agentic_rag.config import Settings
 from agentic_rag.network.sessions import SessionLimitError, SessionStore
+from agentic_rag.observability.failures import RepeatedFailure
 from agentic_rag.observability.middleware import record_rpc_call
 from agentic_rag.schema.a2a import Message, TaskIdParams
 from agentic_rag.schema.compat import (
@@ -40,10 +41,11 @@ from agentic_rag.schema.compat import (
     SendParams,
     TaskPushConfig,
 )
-from agentic_rag.security.auth import Authenticator
+from agentic_rag.security.auth import UNAVAILABLE_RETRY_SECONDS, Authenticator
 from agentic_rag.security.principal import ALL_SCOPES, Scope, principal_of
 from agentic_rag.skills import SkillRegistry
-from agentic_rag.tasks.errors import TaskError
+from agentic_rag.storage.outage import database_unreachable
+from agentic_rag.tasks.errors import TaskError, TaskUnavailableError
 from agentic_rag.tasks.parts import agent_text, final_status, with_history
 from agentic_rag.tasks.push import SigningKeys
 from agentic_rag.tasks.service import Accepted, Reply, TaskService
@@ -117,6 +119,7 @@ class A2AEndpoints:
     ) -> None:
         self._tasks, self._sessions, self._auth, self._keys = tasks, sessions, auth, keys
         self._registry, self._settings = registry, settings
+        self._outage = RepeatedFailure(log, "A2A calls: the database")
         self._cards: dict[tuple[bool, bool, int], tuple[bytes, bytes]] = {}
         self._methods: dict[str, Callable[[Request, RequestId, Any], Awaitable[Response]]] = {
             "message/send": self._send,
@@ -226,17 +229,27 @@ class A2AEndpoints:
                 raise InvalidParamsError("params must not contain the character U+0000 (NUL)")
             response = await handler(request, call.id, call.params)
             record_rpc_call(request.scope, method, "ok")
+            self._outage.succeeded()
             return response
         except RPCError as exc:
             return self._refuse(request, method, exc.request_id, exc.error, exc.status)
         except A2AError as exc:
             return self._refuse(request, method, request_id, exc)
         except TaskError as exc:
-            return self._refuse(request, method, request_id, from_task_error(exc))
+            refusal = self._refuse(request, method, request_id, from_task_error(exc))
+            if isinstance(exc, TaskUnavailableError):  # the database is unreachable, or a worker
+                refusal.headers["Retry-After"] = str(UNAVAILABLE_RETRY_SECONDS)
+            return refusal
         except ClientDisconnect:  # gone before its body arrived: nobody to answer, nothing done
             record_rpc_call(request.scope, method, "disconnected")
             return Response(status_code=400)
-        except Exception:
+        except Exception as exc:
+            if database_unreachable(exc):  # a refusal to retry, logged once per outage
+                self._outage.failed()
+                unavailable = InternalError("the database cannot be reached now; retry shortly")
+                refusal = self._refuse(request, method, request_id, unavailable)
+                refusal.headers["Retry-After"] = str(UNAVAILABLE_RETRY_SECONDS)
+                return refusal
             log.exception("internal error answering a JSON-RPC request")
             internal = InternalError("internal error; the server log has details")
             return self._refuse(request, method, request_id, internal)

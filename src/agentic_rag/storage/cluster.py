@@ -6,7 +6,14 @@ Several workers (processes, or replicas on other machines) may serve one Postgre
   PostgreSQL drops the lock when the process dies or its connection is lost, so "alive"
   needs no heartbeat table and no clock. Tasks record the worker that writes them; a sweep
   (`TaskService.recover`, at start and every `sweep_seconds`) takes over the submitted and
-  working tasks of workers that hold no lock;
+  working tasks of workers that hold no lock, sparing those it saw holding one within the
+  last `lease_seconds` (`spared`): a live worker whose connection dropped (the database
+  restarted, the network failed) has that long to take its lease again;
+- **knows when it may have lost its lease**: the moment its connection drops, `holds_lease`
+  turns false (the runner holds its tasks' side effects, `until_held`), and it tries to take
+  the lease again at once and every half second, before sweeping for anyone else's tasks; once
+  it has, it tells `on_renewed` (which drops the tasks another worker took over meanwhile) and
+  takes over nobody for `lease_seconds`, the time every other worker has to renew its own;
 - **listens** on that connection for task progress (every journal commit notifies the tasks
   it wrote), for cancel requests and for handed-on messages, so that a follower, a
   `tasks/cancel` or a message reaching this worker for a task another worker runs is woken
@@ -18,6 +25,7 @@ import asyncio
 import base64
 import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
@@ -39,6 +47,14 @@ MESSAGE_CHANNEL = "agentic_rag_task_message"
 # A handed-on message travels base64-encoded in pieces of this many characters: each piece's
 # notification stays under PostgreSQL's limit of 8000 bytes per payload.
 _PIECE_CHARS = 6000
+# Pause between attempts to take the lease again while the database does not answer.
+RENEW_RETRY_SECONDS = 0.5
+# The workers that hold their lease now, on this database.
+_LIVE_WORKERS = """
+SELECT objid::bigint AS worker FROM pg_locks
+WHERE locktype = 'advisory' AND granted AND classid = $1 AND objsubid = 2
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+"""
 
 TaskKey = tuple[str, str]  # (tenant, task id)
 
@@ -57,9 +73,16 @@ class Cluster:
 
     _conn: asyncpg.Connection  # holds the lease from `start` to `leave`
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, *, lease_seconds: float = 30.0) -> None:
         # The id is drawn now (the task store and the graph's queue write it); `start` locks it.
         self._database, self.worker = database, secrets.randbelow(2**31 - 1) + 1
+        self.lease_seconds = lease_seconds
+        self._held = asyncio.Event()  # this worker holds its lease
+        self._renewed_at = -float("inf")  # when it last took it again after losing it
+        self._seen: dict[int, float] = {}  # other workers, when last seen holding their lease
+        self._renewer: asyncio.Task[None] | None = None
+        self._on_renewed: Callable[[], Awaitable[object]] | None = None
+        self._leaving = False
         self._watchers: dict[TaskKey, set[asyncio.Event]] = {}
         self._on_cancel: Callable[[str, str], None] = lambda tenant, task_id: None
         self._runs_here: Callable[[str, str], bool] = lambda tenant, task_id: False
@@ -81,6 +104,7 @@ class Cluster:
         except BaseException:
             await conn.close()
             raise
+        self._held.set()
         log.info("worker %d joined", self.worker)
 
     def run(
@@ -89,9 +113,11 @@ class Cluster:
         on_cancel: Callable[[str, str], None],
         sweep: Callable[[], Awaitable[object]],
         sweep_seconds: float,
+        on_renewed: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
-        """Start answering cancel requests and sweeping for tasks of workers that are gone."""
-        self._on_cancel = on_cancel
+        """Start answering cancel requests and sweeping for tasks of workers that are gone;
+        `on_renewed` runs each time this worker has taken its lease again after losing it."""
+        self._on_cancel, self._on_renewed = on_cancel, on_renewed
         self._sweeper = asyncio.create_task(self._sweep(sweep, sweep_seconds), name="sweeper")
 
     def take_messages(
@@ -110,11 +136,40 @@ class Cluster:
 
     async def leave(self) -> None:
         """Give the lease up: only once this worker's tasks are settled and stored."""
+        self._leaving = True
+        if self._renewer is not None:
+            self._renewer.cancel()
+            await asyncio.gather(self._renewer, return_exceptions=True)
         await self._conn.close()
+
+    @property
+    def holds_lease(self) -> bool:
+        """Whether this worker surely holds its lease: false from the moment its connection
+        dropped until it has taken the lease again."""
+        return self._held.is_set()
+
+    async def until_held(self) -> None:
+        """Return once this worker holds its lease (at once, as a rule)."""
+        await self._held.wait()
+
+    async def spared(self) -> list[int] | None:
+        """The workers whose tasks a sweep must not take over now, whether or not they hold
+        their lock this instant: those seen holding it within `lease_seconds`. None: take over
+        nobody now, since this worker holds no lease, or took it again less than
+        `lease_seconds` ago, when the others may be taking theirs again too."""
+        if not self.holds_lease or time.monotonic() - self._renewed_at < self.lease_seconds:
+            return None
+        live = await self._database.fetch(_LIVE_WORKERS, WORKER_LOCK_CLASS)
+        now = time.monotonic()
+        for row in live:
+            self._seen[int(row["worker"])] = now
+        self._seen = {w: seen for w, seen in self._seen.items() if now - seen < self.lease_seconds}
+        return sorted(self._seen)
 
     # -- the lease -------------------------------------------------------------------------
 
     async def _listen(self) -> None:
+        self._conn.add_termination_listener(self._lost)
         await self._conn.add_listener(TASK_EVENTS_CHANNEL, self._task_events)
         await self._conn.add_listener(CANCEL_CHANNEL, self._cancel_request)
         await self._conn.add_listener(MESSAGE_CHANNEL, self._message_piece)
@@ -123,22 +178,56 @@ class Cluster:
         outage = RepeatedFailure(log, f"worker {self.worker}: the sweep")
         while True:
             await asyncio.sleep(seconds)
+            if not self.holds_lease:  # the renewer is at it; nobody's tasks are taken till then
+                continue
             try:
-                async with self._busy:
-                    if self._conn.is_closed():
-                        await self._renew()
                 await sweep()
                 outage.succeeded()
             except Exception:  # the database may be down for a while: try again next time
                 outage.failed()
 
+    def _lost(self, conn: object) -> None:
+        """The connection that holds the lease dropped: the lease may be lost. Take it again
+        at once (`_keep_renewing`)."""
+        if self._leaving or conn is not self._conn:
+            return
+        self._held.clear()
+        log.warning(
+            "worker %d: lost the database connection that holds its lease; its tasks' side"
+            " effects wait until it holds the lease again",
+            self.worker,
+        )
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.create_task(self._keep_renewing(), name="lease renewer")
+
+    async def _keep_renewing(self) -> None:
+        outage = RepeatedFailure(log, f"worker {self.worker}: taking its lease again")
+        while True:
+            try:
+                async with self._busy:
+                    if self._conn.is_closed():
+                        await self._renew()
+                break
+            except Exception:  # the database is still down: try again shortly
+                outage.failed()
+                await asyncio.sleep(RENEW_RETRY_SECONDS)
+        outage.succeeded()
+        self._renewed_at = time.monotonic()
+        if self._on_renewed is not None:  # before the tasks here go on: some may not be ours
+            try:
+                await self._on_renewed()
+            except Exception:
+                log.exception("worker %d: after taking its lease again", self.worker)
+        self._held.set()
+        log.warning("worker %d: holds its lease again", self.worker)
+
     async def _renew(self) -> None:
         """Take the lease again on a new connection, after the database dropped the old one.
 
-        While it was lost, other workers may have taken this worker's running tasks over;
-        their writes and ours then conflict, and the first one stored wins.
+        Other workers spare this worker's tasks for `lease_seconds` after they last saw its
+        lease; if it was gone longer, they may have taken its running tasks over, and
+        `on_renewed` drops those here.
         """
-        log.error("worker %d: lost the database connection that holds its lease", self.worker)
         conn = await asyncpg.connect(self._database.dsn)
         try:
             if not await conn.fetchval(
@@ -151,7 +240,6 @@ class Cluster:
         self._conn = conn
         self._incoming.clear()  # pieces lost with the old connection never arrive
         await self._listen()
-        log.info("worker %d: lease renewed", self.worker)
 
     # -- task progress and cancel requests between workers ----------------------------------
 

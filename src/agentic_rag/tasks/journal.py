@@ -12,7 +12,10 @@ from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
-from agentic_rag.tasks.store import Event, TaskConflict, TaskStore, TaskWrite
+from agentic_rag.observability.failures import RepeatedFailure
+from agentic_rag.storage.outage import database_unreachable
+from agentic_rag.tasks.errors import TaskUnavailableError
+from agentic_rag.tasks.store import Event, TaskConflict, TaskStore, TaskWrite, unreachable
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,9 @@ class EventBus(Protocol):
 
     def publish(self, tenant: str, task_id: str, events: Sequence[Event]) -> None: ...
 
+    def fail(self, tenant: str, task_id: str, error: Exception) -> None:
+        """The task's events could not be stored: its followers stop waiting, with `error`."""
+
 
 class _LocalSubscription:
     """Events for one follower, in order; lighter than an asyncio.Queue (one per request)."""
@@ -40,9 +46,17 @@ class _LocalSubscription:
         self._bus, self._key = bus, key
         self._events: deque[Event] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._error: Exception | None = None
 
     def push(self, event: Event) -> None:
         self._events.append(event)
+        self._wake()
+
+    def fail(self, error: Exception) -> None:
+        self._error = error
+        self._wake()
+
+    def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
@@ -50,6 +64,8 @@ class _LocalSubscription:
         while True:
             while self._events:
                 yield self._events.popleft()
+            if self._error is not None:
+                raise self._error
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
             self._waiter = None
@@ -78,6 +94,10 @@ class LocalEventBus:
             for event in events:
                 sub.push(event)
 
+    def fail(self, tenant: str, task_id: str, error: Exception) -> None:
+        for sub in self.subscribers.get((tenant, task_id), ()):
+            sub.fail(error)
+
 
 class Journal:
     """Group commit with `in_flight` commits under way at once, published in order.
@@ -97,6 +117,7 @@ class Journal:
         self._slots = asyncio.Semaphore(in_flight)
         self._published: asyncio.Future[None] | None = None  # the latest batch's publication
         self._flushes: set[asyncio.Task[None]] = set()
+        self._outage = RepeatedFailure(log, "journal: writing task events")
 
     def start(self) -> None:
         self._flusher = asyncio.create_task(self._run(), name="journal-flusher")
@@ -115,6 +136,9 @@ class Journal:
     def append(self, write: TaskWrite) -> asyncio.Future[None]:
         """Queue events and the snapshot they lead to; the future resolves once durable."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # Many writes are never awaited (a skill's progress): a failure is logged by the
+        # flusher and shows in the task's outcome, not as "exception was never retrieved".
+        done.add_done_callback(_retrieved)
         self._pending.append((write, done))
         self._wakeup.set()
         return done
@@ -155,6 +179,8 @@ class Journal:
             for write, done in batch:
                 if write in failed and not done.done():
                     done.set_exception(failed[write])
+                    if unreachable(failed[write]):  # else the runner stores why at once
+                        self._bus.fail(write.tenant, write.task.id, _unavailable(write))
         finally:
             published.set_result(None)
             self._slots.release()
@@ -165,8 +191,12 @@ class Journal:
         """Write the batch; return the writes that failed, with why."""
         try:
             await self._store.write([w for w, _ in batch])
+            self._outage.succeeded()
             return {}
-        except Exception:
+        except Exception as exc:
+            if database_unreachable(exc):  # so is every write of the batch: once per outage
+                self._outage.failed()
+                return dict.fromkeys((w for w, _ in batch), exc)
             # One bad write must not sink the others: write each task's events on its own.
             log.warning(
                 "journal: a batch of %d writes failed; retrying them one by one", len(batch)
@@ -192,3 +222,17 @@ class Journal:
         for _, done in batch:
             if not done.done():
                 done.set_result(None)
+
+
+def _unavailable(write: TaskWrite) -> TaskUnavailableError:
+    """What a client following a task is told when its events could not be stored (the
+    database is unreachable, most likely): answered at once, not after the outage."""
+    return TaskUnavailableError(
+        f"task {write.task.id}: its events could not be stored (the database may be"
+        " unreachable); retry shortly"
+    )
+
+
+def _retrieved(done: asyncio.Future[None]) -> None:
+    if not done.cancelled():
+        done.exception()

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from agentic_rag.ids import new_id
+from agentic_rag.observability.failures import RepeatedFailure
 from agentic_rag.schema.a2a import (
     Artifact,
     Role,
@@ -20,6 +21,7 @@ from agentic_rag.skills import (
     SkillRejected,
 )
 from agentic_rag.skills.metering import SkillCall
+from agentic_rag.storage.outage import database_unreachable
 from agentic_rag.tasks import states
 from agentic_rag.tasks.active import ActiveTask, ActiveTasks
 from agentic_rag.tasks.parts import agent_text, data_part, result_part, text_of, text_part
@@ -64,20 +66,31 @@ class TaskSkillContext:
         return None  # a task runs apart from any request: no caller's model to reach
 
     async def progress(self, text: str) -> None:
+        await self._leased()
         task = self._active.task
         self._service.emit(
             self._active, states.status_event(task, TaskState.working, agent_text(text, task))
         )
 
     async def partial(self, text: str, *, artifact_id: str, last_chunk: bool = False) -> None:
+        await self._leased()
         append = artifact_id in self._artifacts_started
         self._artifacts_started.add(artifact_id)
         artifact = Artifact(artifact_id=artifact_id, parts=[text_part(text)])
         self._emit_artifact(artifact, append=append, last_chunk=last_chunk)
 
     async def attach(self, *parts: ResultPart, name: str | None = None) -> None:
+        await self._leased()
         artifact = Artifact(artifact_id=new_id(), name=name, parts=[result_part(p) for p in parts])
         self._emit_artifact(artifact, append=False, last_chunk=True)
+
+    async def _leased(self) -> None:
+        """Go on only while this worker holds its lease: after its database connection
+        dropped, another worker may take the task over, so the skill waits here (at its next
+        progress report) until the lease is taken again, and is stopped if it was taken over
+        meanwhile (`Runner.drop_taken_over`)."""
+        if not self._service.cluster.holds_lease:
+            await self._service.cluster.until_held()
 
     def _emit_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
         task = self._active.task
@@ -106,6 +119,13 @@ class Runner:
         self._running: set[asyncio.Task[None]] = set()
         self._dispatcher: asyncio.Task[None] | None = None
         self._grace = grace
+        # Tasks another worker took over while this one had lost its lease: stopped here
+        # without storing anything, since their outcome is that worker's to store.
+        self._dropped: set[tuple[str, str]] = set()
+        # Skills failing, and outcomes not stored, for want of the database: logged once per
+        # outage, not once per task.
+        self._outage = RepeatedFailure(log, "tasks: running skills and storing their outcomes")
+        self._active: dict[asyncio.Task[None], ActiveTask] = {}
 
     def start(self) -> None:
         self._dispatcher = asyncio.create_task(self._dispatch(), name="runner")
@@ -132,8 +152,28 @@ class Runner:
             run = asyncio.create_task(self._execute(active), name=f"task {job.task_id}")
             active.runner = run
             self._running.add(run)
+            self._active[run] = active
             run.add_done_callback(self._running.discard)
+            run.add_done_callback(self._forget)
             run.add_done_callback(lambda _: self._slots.release())
+
+    def _forget(self, run: "asyncio.Task[None]") -> None:
+        active = self._active.pop(run)
+        self._dropped.discard(active.key)
+
+    async def drop_taken_over(self) -> None:
+        """Stop, storing nothing, the tasks running here that another worker took over while
+        this worker's lease was lost (called once it holds the lease again)."""
+        running = {active.key: run for run, active in self._active.items()}
+        taken = await self._service.store.taken_over_of(sorted(running))
+        for key in sorted(taken):
+            log.warning(
+                "task %s: taken over by another worker while this one had lost its lease;"
+                " stopped here",
+                key[1],
+            )
+            self._dropped.add(key)
+            running[key].cancel()
 
     async def _execute(self, active: ActiveTask) -> None:
         service = self._service
@@ -185,6 +225,11 @@ class Runner:
         except SkillError as error:
             final = self._end(active, TaskState.failed, str(error))
         except asyncio.CancelledError:
+            if active.key in self._dropped:  # another worker runs it now
+                active.runner = None
+                self._work.release(active)
+                active.done.set()
+                return
             if active.cancel_requested:
                 final = self._end(active, TaskState.canceled, "Canceled at the client's request.")
             elif skill.resumable:
@@ -202,13 +247,17 @@ class Runner:
                     "The server shut down while this task was running. Send the message again.",
                 )
         except Exception as exc:
-            log.exception("skill %s failed on task %s", skill.name, task.id)
+            if database_unreachable(exc):
+                self._outage.failed()
+            else:
+                log.exception("skill %s failed on task %s", skill.name, task.id)
             final = self._end(
                 active, TaskState.failed, f"skill {skill.name} failed: {type(exc).__name__}: {exc}"
             )
         try:
             try:
                 await final
+                self._outage.succeeded()
             except Exception as exc:  # the outcome could not be stored: fail from what is stored
                 await self._fail_when_stored(active, exc)
         finally:
@@ -222,11 +271,15 @@ class Runner:
         the task here and try again until the database answers, then fail it from what is
         stored (cancel it, if the client asked meanwhile). Never left `working` on this live
         worker, whose tasks no sweep takes over. A shutdown meanwhile leaves it to recovery."""
-        log.error(
-            "task %s: its outcome could not be stored (%s): failing it once the database answers",
-            active.task.id,
-            error,
-        )
+        if database_unreachable(error):
+            self._outage.failed()
+        else:
+            log.error(
+                "task %s: its outcome could not be stored (%s): failing it once the database"
+                " answers",
+                active.task.id,
+                error,
+            )
         pause = STORE_RETRY_FIRST_SECONDS
         while True:
             try:

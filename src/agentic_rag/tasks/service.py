@@ -34,6 +34,7 @@ from agentic_rag.tasks.active import ActiveTask, ActiveTasks
 from agentic_rag.tasks.calls import OUTPUT_MODES, CallReader, Invocation, accepts_output
 from agentic_rag.tasks.errors import (
     OutputNotAcceptedError,
+    TaskEndedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     TaskRequestError,
@@ -139,7 +140,9 @@ class TaskService:
 
     # -- message/send and message/stream ---------------------------------------------------
 
-    async def send(self, tenant: str, params: SendParams, *, reply: Reply) -> Accepted:
+    async def send(
+        self, tenant: str, params: SendParams, *, reply: Reply, follow_ups: bool = True
+    ) -> Accepted:
         """Create or continue the task `params.message` is for.
 
         `reply` says what the caller will be shown: the task as it ends ("final", a blocking
@@ -148,6 +151,9 @@ class TaskService:
 
         A message to a paused task continues it; to a task in progress, it joins the history
         and the task is answered as it stands; to a final task, it starts a follow-up task.
+        Without `follow_ups` (A2A 1.0), a message naming an unknown task is refused with
+        TaskNotFoundError and one naming a final task with TaskEndedError, decided under the
+        task's lock (so a task that ends meanwhile is never followed up).
         """
         message, config = params.message, params.configuration
         if message.role is not Role.user:
@@ -160,7 +166,7 @@ class TaskService:
                 f"this agent answers with {', '.join(OUTPUT_MODES)}; "
                 f"none is in acceptedOutputModes {config.accepted_output_modes}"
             )
-        return await self._accept(tenant, message, push_config, reply)
+        return await self._accept(tenant, message, push_config, reply, follow_ups=follow_ups)
 
     async def _accept(
         self,
@@ -169,6 +175,8 @@ class TaskService:
         push: PushConfig | None,
         reply: Reply,
         invocation: Invocation | None = None,
+        *,
+        follow_ups: bool = True,
     ) -> Accepted:
         """Create or continue the task of a checked `message` (`invocation`: the skill call
         it starts, when the caller knows it)."""
@@ -178,11 +186,13 @@ class TaskService:
             while True:
                 try:
                     existing = await self._load(tenant, message.task_id)
+                    if existing is None and not follow_ups:
+                        raise TaskNotFoundError(f"task {message.task_id} not found")
                     if existing is None:  # a client-chosen id (§12.3)
                         return await self._create(
                             tenant, message.task_id, message, push, reply, invocation, claim=True
                         )
-                    return await self._continue(existing, message, push, reply)
+                    return await self._continue(existing, message, push, reply, follow_ups)
                 except TaskConflict:
                     # Another worker created, continued or ended the task first: decide again
                     # from what it stored (a retry of the same message, or a task moved on).
@@ -234,7 +244,12 @@ class TaskService:
         return Accepted(active, task, active.last_seq, events)
 
     async def _continue(
-        self, active: ActiveTask, message: Message, push: PushConfig | None, reply: Reply
+        self,
+        active: ActiveTask,
+        message: Message,
+        push: PushConfig | None,
+        reply: Reply,
+        follow_ups: bool = True,
     ) -> Accepted:
         task = active.task
         if message.context_id is not None and message.context_id != task.context_id:
@@ -246,6 +261,11 @@ class TaskService:
             return self._accepted(active, follow=reply != "created")
         state = task.status.state
         if state in states.TERMINAL:
+            if not follow_ups:
+                raise TaskEndedError(
+                    f"task {task.id} is {state.value} and takes no more messages; "
+                    "send a new message in its context (contextId) instead"
+                )
             return await self._follow_up(active, message, push, reply)
         message = message.model_copy(update={"task_id": task.id, "context_id": task.context_id})
         invocation = self.read_call([*(task.history or []), message])
@@ -580,7 +600,10 @@ class TaskService:
         process included): requeue those that never started and those of resumable skills,
         fail the others left working."""
         requeued = failed = 0
-        for tenant, stored in await self.store.claim_orphans(WORKER_LOCK_CLASS):
+        spared = await self.cluster.spared()
+        if spared is None:  # this worker holds no lease, or every worker may be renewing its own
+            return requeued, failed
+        for tenant, stored in await self.store.claim_orphans(WORKER_LOCK_CLASS, spared):
             if self.work.runs_here(tenant, stored.task.id):
                 continue  # queued here already
             if await self._recover(tenant, stored):

@@ -25,6 +25,15 @@ class TaskConflict(Exception):
     """Another writer (another worker) logged events of the task first: re-read it."""
 
 
+def unreachable(error: Exception) -> bool:
+    """Whether a failed write failed for want of the database (down, restarting, cut off), not
+    for what it wrote (a value PostgreSQL cannot hold, a conflict), which no retry mends."""
+    return not isinstance(
+        error,
+        TaskConflict | asyncpg.DataError | asyncpg.IntegrityConstraintViolationError,
+    )
+
+
 @dataclass(frozen=True)
 class Event:
     """One entry of a task's event log, serialised once for the database and the wire."""
@@ -97,12 +106,14 @@ SELECT
 """
 
 # The unfinished tasks of workers that are gone (no advisory lock of theirs is held on this
-# database), taken over by worker $1. Concurrent sweeps take each task once: the second
-# re-checks the row after the first commits, and finds it owned by a live worker.
+# database, and none among those spared, $3), taken over by worker $1. Concurrent sweeps take
+# each task once: the second re-checks the row after the first commits, and finds it owned by
+# a live worker.
 _CLAIM_ORPHANS = """
 UPDATE tasks SET worker = $1
 WHERE state IN ('submitted', 'working')
   AND worker IS DISTINCT FROM $1
+  AND (worker IS NULL OR worker <> ALL($3::integer[]))
   AND NOT EXISTS (
     SELECT 1 FROM pg_locks AS l
     WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $2 AND l.objsubid = 2
@@ -162,10 +173,22 @@ class TaskStore:
 
     async def taken_over(self, tenant: str, task_id: str) -> bool:
         """Whether another worker's sweep has claimed the task (this worker's lease was lost)."""
-        worker = await self._pool.fetchval(
-            "SELECT worker FROM tasks WHERE tenant = $1 AND id = $2", tenant, task_id
+        return bool(await self.taken_over_of([(tenant, task_id)]))
+
+    async def taken_over_of(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Those of the (tenant, task id) `keys` that another worker's sweep has claimed."""
+        if not keys:
+            return set()
+        rows = await self._pool.fetch(
+            "SELECT t.tenant, t.id FROM tasks AS t"
+            " JOIN unnest($1::text[], $2::text[]) AS k (tenant, id)"
+            " ON t.tenant = k.tenant AND t.id = k.id"
+            " WHERE t.worker IS DISTINCT FROM $3 AND t.worker IS NOT NULL",
+            [tenant for tenant, _ in keys],
+            [task_id for _, task_id in keys],
+            self.worker,
         )
-        return worker is not None and worker != self.worker
+        return {(r["tenant"], r["id"]) for r in rows}
 
     async def page(self, tenant: str, after: str | None, limit: int) -> list[Task]:
         """The tenant's tasks by id, from the first after `after` (None: from the first)."""
@@ -269,13 +292,16 @@ class TaskStore:
         )
         return [Event(r["seq"], r["kind"], r["final"], r["event"]) for r in rows]
 
-    async def claim_orphans(self, lock_class: int) -> list[tuple[str, StoredTask]]:
+    async def claim_orphans(
+        self, lock_class: int, spared: Sequence[int] = ()
+    ) -> list[tuple[str, StoredTask]]:
         """Take over the submitted and working tasks of workers that are gone.
 
-        A worker is alive while it holds the advisory lock (`lock_class`, its id).
+        A worker is alive while it holds the advisory lock (`lock_class`, its id), and those
+        `spared` are taken for alive whether or not they hold it now (`Cluster.spared`).
         """
         assert self.worker is not None, "only a worker can take tasks over"
-        rows = await self._pool.fetch(_CLAIM_ORPHANS, self.worker, lock_class)
+        rows = await self._pool.fetch(_CLAIM_ORPHANS, self.worker, lock_class, list(spared))
         return [
             (r["tenant"], StoredTask(Task.model_validate_json(r["task"]), r["last_seq"]))
             for r in rows
