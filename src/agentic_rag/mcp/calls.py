@@ -1,13 +1,14 @@
 """What every tool call shares: finding its skill, checking its arguments, and its result."""
 
+from collections.abc import Sequence
 from typing import Any
 
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
-from agentic_rag.mcp.content import content_of
-from agentic_rag.skills import InputRequired, Skill, SkillRegistry
+from agentic_rag.mcp.content import attached_block, content_of
+from agentic_rag.skills import InputRequired, ResultPart, Skill, SkillRegistry
 
 
 def find_skill(registry: SkillRegistry, name: str) -> Skill:
@@ -41,9 +42,13 @@ def _field(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(p) for p in loc) or "arguments"
 
 
-def tool_result(skill: Skill, output: BaseModel) -> types.CallToolResult:
+def tool_result(
+    skill: Skill, output: BaseModel, attached: Sequence[ResultPart] = ()
+) -> types.CallToolResult:
+    """The output's text, its content blocks, then what the skill attached (`ctx.attach`)."""
+    text = types.TextContent(type="text", text=skill.readable(output))
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=skill.readable(output)), *content_of(output)],
+        content=[text, *content_of(output), *(attached_block(part) for part in attached)],
         # by_alias: the output schema names fields by alias, as pydantic's schemas do.
         structured_content=output.model_dump(mode="json", by_alias=True),
     )

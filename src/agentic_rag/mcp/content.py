@@ -7,12 +7,17 @@ the order first named; `get_document` with its text as an embedded `resource`, t
 contents `resources/read` gives. The text block stays first: it is what a model reads.
 """
 
+import base64
+import json
+from urllib.parse import quote, urlsplit
+
 import mcp.types as types
 from pydantic import BaseModel
 
 from agentic_rag.knowledge.results import DocumentInfo, IngestSummary, SearchResult
 from agentic_rag.knowledge.skills import DocumentsOutput
 from agentic_rag.mcp.resources import document_uri, text_mime_type
+from agentic_rag.skills import DataResult, ResultPart
 
 # A search's hits name at most its top_k documents; a crawl may name hundreds: the links stop
 # here, the structured content lists them all.
@@ -69,3 +74,31 @@ def _embedded(document: DocumentInfo) -> types.EmbeddedResource:
             text=document.text or "",
         ),
     )
+
+
+def attached_block(part: ResultPart) -> types.ContentBlock:
+    """A part a skill attached (`ctx.attach`): text, an image, a sound, a link to a file, or
+    the file embedded (its name is its URI when it is one; else `attachment:<name>`)."""
+    if isinstance(part, str):
+        return types.TextContent(type="text", text=part)
+    if isinstance(part, DataResult):
+        return types.TextContent(type="text", text=json.dumps(part.data))
+    if part.url is not None:
+        return types.ResourceLink(
+            type="resource_link", uri=part.url, name=part.name, mime_type=part.media_type
+        )
+    assert part.content is not None  # a FileResult holds its content or a url
+    data = base64.b64encode(part.content).decode()
+    kind, _, subtype = part.media_type.partition("/")
+    if kind == "image":
+        return types.ImageContent(type="image", data=data, mime_type=part.media_type)
+    if kind == "audio":
+        return types.AudioContent(type="audio", data=data, mime_type=part.media_type)
+    uri = part.name if urlsplit(part.name).scheme else f"attachment:{quote(part.name)}"
+    resource: types.TextResourceContents | types.BlobResourceContents
+    if kind == "text" or subtype == "json" or subtype.endswith("+json"):
+        text = part.content.decode(errors="replace")
+        resource = types.TextResourceContents(uri=uri, mime_type=part.media_type, text=text)
+    else:
+        resource = types.BlobResourceContents(uri=uri, mime_type=part.media_type, blob=data)
+    return types.EmbeddedResource(type="resource", resource=resource)

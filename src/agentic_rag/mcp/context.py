@@ -48,6 +48,7 @@ class McpSkillContext:
         self._texts = list(texts)
         self._steps = steps
         self._client_model = client_model  # sampling.py: the client's model, if it offers one
+        self.attached: list[ResultPart] = []
         # A tool call has no A2A task; each call is its own task and context.
         self._task_id = self._context_id = str(uuid.uuid4())
 
@@ -82,9 +83,8 @@ class McpSkillContext:
         await self._steps.step(text)
 
     async def attach(self, *parts: ResultPart, name: str | None = None) -> None:
-        # The tool's one result is its output; an attached result is told as a step.
-        described = [p if isinstance(p, str) else repr(p) for p in parts]
-        await self._steps.step(f"{name or 'result'}: {'; '.join(described)}")
+        # Content blocks of the tool's result, after the output's (content.py attached_block).
+        self.attached.extend(parts)
 
     def ask(self, question: str, missing: Sequence[str] = ()) -> NoReturn:
         raise InputRequired(question, missing)

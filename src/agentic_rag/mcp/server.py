@@ -56,7 +56,7 @@ from agentic_rag.mcp.sampling import CallSampling, SamplingNeeded
 from agentic_rag.mcp.subscriptions import DocumentSubscriptions, TenantListen
 from agentic_rag.mcp.tasks import McpTasks, TaskServer
 from agentic_rag.security.principal import Principal
-from agentic_rag.skills import InputRequired, Skill, SkillError, SkillRegistry
+from agentic_rag.skills import InputRequired, ResultPart, Skill, SkillError, SkillRegistry
 from agentic_rag.skills.groups import DEFAULT_GROUPS, ToolGroups
 from agentic_rag.skills.metering import SkillCall
 from agentic_rag.tasks.service import TaskService
@@ -243,10 +243,10 @@ class SkillTools:
                         skill, gathered.arguments, principal.tenant, steps
                     )
                 else:
-                    output = await self._run(
+                    output, attached = await self._run(
                         skill, gathered, principal.tenant, steps, sampling.model
                     )
-                    result = tool_result(skill, output)
+                    result = tool_result(skill, output, attached)
                 if not result.is_error:
                     lines = result_lines(skill.output_model, result.structured_content)
                     await client_log.send_all(lines, skill.name)
@@ -300,7 +300,8 @@ class SkillTools:
         tenant: str,
         steps: ProgressSteps,
         client_model: Chat | None,
-    ) -> BaseModel:
+    ) -> tuple[BaseModel, list[ResultPart]]:
+        """The skill's output, and the parts it attached."""
         args = validate_arguments(skill, gathered.arguments)
         # Counted like A2A's calls (docs/operations.md: agentic_rag_skill_calls_total).
         with SkillCall(skill.name, "mcp"):
@@ -308,7 +309,7 @@ class SkillTools:
             output = await skill.handler(context, args)
         if not isinstance(output, skill.output_model):
             raise TypeError(f"{skill.name} returned {type(output).__name__}, not its output model")
-        return output
+        return output, context.attached
 
 
 def _call_key(principal: Principal, request_id: types.RequestId) -> CallKey:
