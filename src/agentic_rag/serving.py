@@ -14,7 +14,9 @@ any other process of the same user bind the port, so this process first claims t
 (`claim_port`): a second server on a port in use stops at start, in every mode.
 
 What stops a start is said in one log line, and the exit status says which: 2 for settings
-that may not be served, 3 (as uvicorn) for a port or an app that cannot start.
+that may not be served (among them an embedded graph beside a shared database: a split brain,
+config.split_graph_refusal), 3 (as uvicorn) for a port, a graph server or an app that cannot
+start. The start-up log names each store, embedded or external (docs/operations.md, Replicas).
 """
 
 import asyncio
@@ -40,6 +42,7 @@ from agentic_rag.config import (
     shared_limits_warning,
     split_graph_refusal,
     stores,
+    without_credentials,
 )
 from agentic_rag.graph.embedded import EmbeddedFalkorDB, EmbeddedFalkorDBError
 from agentic_rag.observability.logging import configure_logging
@@ -53,6 +56,7 @@ log = logging.getLogger(__name__)
 GRACEFUL_SECONDS = 10  # for open requests; the engine then gives skills its own grace period
 REFUSED = 2  # the exit code when the settings may not be served (as for invalid settings)
 STARTUP_FAILURE = 3  # the exit code of a server or worker that could not start (as uvicorn's)
+GRAPH_CONNECT_SECONDS = 5.0
 
 
 def serve(app_factory: str, overrides: dict[str, Any], *, graph: bool = True) -> None:
@@ -103,6 +107,9 @@ def serve(app_factory: str, overrides: dict[str, Any], *, graph: bool = True) ->
             raise SystemExit(REFUSED)
         if (limits := shared_limits_warning(settings)) is not None:
             log.warning("%s", limits)
+        if graph and (unreachable := _graph_unreachable(settings)) is not None:
+            log.error("%s", unreachable)
+            raise SystemExit(STARTUP_FAILURE)
         if workers == 1:
             # uvicorn re-raises SIGTERM and SIGINT (Ctrl-C) after its graceful shutdown: exit
             # normally instead, so that the embedded PostgreSQL stops and no traceback shows.
@@ -170,6 +177,30 @@ def _embedding_refusal(settings: Settings, dsn: str) -> str | None:
 
     model, dimension = configured_model(settings)
     return model_mismatch(asyncio.run(active_space_of(dsn)), model, dimension)
+
+
+def _graph_unreachable(settings: Settings) -> str | None:
+    """Why the FalkorDB server of AGENTIC_RAG_GRAPH_URL cannot be used, or None: said in one
+    line before anything serves, instead of each worker's start-up traceback."""
+    url = settings.graph_url
+    if url is None:
+        return None
+    import redis
+    from falkordb import FalkorDB
+
+    graph = None
+    try:
+        graph = FalkorDB.from_url(url, socket_connect_timeout=GRAPH_CONNECT_SECONDS)
+        graph.connection.ping()
+    except (redis.RedisError, OSError) as exc:
+        return (
+            f"cannot reach the FalkorDB server of AGENTIC_RAG_GRAPH_URL "
+            f"({without_credentials(url)}): {exc}"
+        )
+    finally:
+        if graph is not None:
+            graph.connection.close()
+    return None
 
 
 def _local_llm_refusal(settings: Settings) -> str | None:

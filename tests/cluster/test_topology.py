@@ -2,7 +2,7 @@
 PostgreSQL (a server it does not own, tests/support/cluster.py) refuses an embedded FalkorDB,
 which would be a graph of its own beside every other replica's, unless told it is alone; warns
 when rate limits are counted per replica; and names each store, embedded or external, without
-credentials.
+credentials; and a graph server that does not answer stops the start in one line.
 """
 
 import os
@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from agentic_rag.serving import REFUSED, STARTUP_FAILURE
 from tests.support.cluster import BIN, ExternalPostgres, FalkorServer, Replica
 from tests.support.live import free_port
-
-REFUSED = 2  # serving.REFUSED: settings that may not be served
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +56,29 @@ def test_an_embedded_graph_beside_an_external_database_is_refused_in_one_line(
     assert "AGENTIC_RAG_GRAPH_EMBEDDED=true" in naming[0]
     assert not any("Traceback" in line for line in said), said
     assert not (data_dir / "falkordb").exists()  # refused before any graph started
+
+
+def test_a_graph_server_that_does_not_answer_stops_the_start_in_one_line(
+    postgres: ExternalPostgres, tmp_path: Path
+) -> None:
+    nowhere = f"redis://default:graph-secret@127.0.0.1:{free_port()}"  # nothing listens
+    stopped = subprocess.run(
+        [str(BIN / "agentic-rag"), "serve", "--port", str(free_port())],
+        env=replica_environment(
+            postgres.database(),
+            AGENTIC_RAG_DATA_DIR=str(tmp_path / "data"),
+            AGENTIC_RAG_GRAPH_URL=nowhere,
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    said = (stopped.stdout + stopped.stderr).splitlines()
+    assert stopped.returncode == STARTUP_FAILURE, said
+    (line,) = [line for line in said if "cannot reach the FalkorDB server" in line]
+    assert "ERROR" in line and "AGENTIC_RAG_GRAPH_URL" in line
+    assert f"({nowhere.replace('default:graph-secret@', '')})" in line
+    assert not any("Traceback" in line or "graph-secret" in line for line in said), said
 
 
 def test_a_replica_told_it_is_alone_starts_and_says_which_stores_are_its_own(
