@@ -7,14 +7,15 @@ own skills and documents here:
 
 - the tools are skills, registered in the product's registry beside its own skills and
   called through the product's MCP adapter like any of them: their results, progress, log
-  lines, errors and questions (`ctx.ask`) travel as the product's skills' do, so a scenario
+  lines, errors, attachments (`ctx.attach`), questions (`ctx.ask`) and requests to the
+  client's model (`ctx.client_model`) travel as the product's skills' do, so a scenario
   that fails shows what the adapter cannot carry yet;
 - the resources and prompts are the suite's own (the adapter offers documents and one prompt,
   and has no registry of either): `FixtureResources` and `FixturePrompts` answer for the
   suite's URIs and names and hand everything else to the product's handlers.
 
-Tools the skill API cannot express are left out (sampling, roots, several named input
-requests in one result); their scenarios fail with "unknown tool" (conformance/README-mcp.md).
+Tools the skill API cannot express are left out (roots, several input requests in one result,
+a required client capability); their scenarios fail with "unknown tool" (README-mcp.md).
 """
 
 import asyncio
