@@ -10,16 +10,20 @@ stdio's connection). Each client's sampling callback is the test's: it plays the
 model, the peer of the server, and records what it was sent.
 """
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
+from pydantic import BaseModel
 
 from agentic_rag.knowledge import answers, grounding
+from agentic_rag.skills import SkillContext, SkillRegistry
 from tests.support.databases import new_database
 from tests.support.graph import FACT, RECORDED, TEXT
 from tests.support.knowledge import GARDEN
@@ -41,7 +45,7 @@ class ClientModel:
         self.asked: list[types.CreateMessageRequestParams] = []
 
     async def __call__(
-        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+        self, context: ClientRequestContext | None, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult:
         self.asked.append(params)
         grading = "Grade how well" in (params.system_prompt or "")
@@ -260,6 +264,121 @@ async def test_graph_extraction_runs_with_the_clients_model(server: LiveServer) 
         facts = await extracted_with_the_clients_model(client, "local:team")
     assert any(FACT in fact for fact in facts)
     assert {"ExtractedEntities", "ExtractedEdges"} <= set(model.asked)
+
+
+async def test_each_round_is_an_input_required_result_with_its_requests(
+    server: LiveServer,
+) -> None:
+    # The client drives the 2026-07-28 rounds itself (the SDK's allow_input_required), so the
+    # test sees each InputRequiredResult: its sampling requests, and the state to send back.
+    model = ClientModel(GROUNDED, grades={"1": 10, "2": 1})
+    arguments = {"query": QUESTION, "reranker": "llm", "use_client_model": True}
+    rounds: list[dict[str, types.InputRequest]] = []
+    responses: dict[str, Any] | None = None
+    state: str | None = None
+    async with Client(mcp_url(server), sampling_callback=model) as client:
+        while True:
+            result = await client.session.call_tool(
+                "query_with_reranking",
+                arguments,
+                input_responses=responses,
+                request_state=state,
+                allow_input_required=True,
+            )
+            if not isinstance(result, types.InputRequiredResult):
+                break
+            assert result.input_requests and result.request_state
+            rounds.append(result.input_requests)
+            responses = {}
+            for key, request in result.input_requests.items():
+                assert isinstance(request, types.CreateMessageRequest)
+                responses[key] = await model(None, request.params)
+            state = result.request_state
+    # The grades, then the answer: one round each, then the result.
+    assert [sorted(r) for r in rounds] == [["sample-1"], ["sample-1"]]
+    grading, answering = (r["sample-1"] for r in rounds)
+    assert isinstance(grading, types.CreateMessageRequest)
+    assert isinstance(answering, types.CreateMessageRequest)
+    assert "Grade how well" in (grading.params.system_prompt or "")
+    assert answering.params.system_prompt == answers.ANSWER_INSTRUCTIONS
+    assert answer_of(result)["text"] == GROUNDED
+
+
+class Question(BaseModel):
+    first: str
+    second: str
+
+
+class Answers(BaseModel):
+    answers: list[str]
+
+
+def asking_registry() -> SkillRegistry:
+    """A skill that asks the caller's model two questions at once."""
+    registry = SkillRegistry()
+
+    @registry.skill(description="Asks the client's model two questions at once.")
+    async def two_questions(ctx: SkillContext, args: Question) -> Answers:
+        assert ctx.client_model is not None
+        replies = await asyncio.gather(
+            *(
+                ctx.client_model.complete([{"role": "user", "content": q}])
+                for q in (args.first, args.second)
+            )
+        )
+        return Answers(answers=list(replies))
+
+    return registry
+
+
+class Echo:
+    """A test client's model that answers each question with the question, reversed."""
+
+    async def __call__(
+        self, context: ClientRequestContext | None, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        (message,) = params.messages
+        assert isinstance(message.content, types.TextContent)
+        text = message.content.text[::-1]
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text=text), model=MODEL
+        )
+
+
+async def test_requests_made_at_once_are_asked_in_one_round(
+    database_url: str, data_dir: Path
+) -> None:
+    with live_server(asking_registry(), database_url=database_url, data_dir=data_dir) as live:
+        async with Client(mcp_url(live), sampling_callback=Echo()) as client:
+            arguments = {"first": "ab", "second": "cd"}
+            first = await client.session.call_tool(
+                "two_questions", arguments, allow_input_required=True
+            )
+            answered = await client.call_tool("two_questions", arguments)
+    assert isinstance(first, types.InputRequiredResult)
+    assert first.input_requests is not None
+    assert sorted(first.input_requests) == ["sample-1", "sample-2"]
+    assert answered.structured_content == {"answers": ["ba", "dc"]}
+
+
+async def test_a_round_without_the_reply_asks_again(server: LiveServer) -> None:
+    model = ClientModel(GROUNDED)
+    arguments = {"query": QUESTION, "use_client_model": True}
+    async with Client(mcp_url(server), sampling_callback=model) as client:
+        first = await client.session.call_tool(
+            "hybrid_retrieve", arguments, allow_input_required=True
+        )
+        assert isinstance(first, types.InputRequiredResult)
+        again = await client.session.call_tool(
+            "hybrid_retrieve",
+            arguments,
+            input_responses={},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(again, types.InputRequiredResult)
+    assert again.input_requests == first.input_requests
+    assert model.asked == []
 
 
 async def test_graph_extraction_without_the_clients_model_needs_an_llm(

@@ -6,13 +6,14 @@ A skill uses it only when the call asks for it (knowledge/skills.py: `use_client
 - 2025-11-25 with a back channel (stdio, or a session): each `complete` is a
   `sampling/createMessage` request to the client while the call runs (`SessionModel`).
 - 2026-07-28: multi round-trip requests. The skill runs until it needs a reply it does not
-  have; the call then answers an `InputRequiredResult` whose input request `sample` is that
-  `sampling/createMessage`, and the client retries the call with the model's reply. The skill
-  runs again from the start, and the replies gathered so far answer the requests they were
-  made for (`ReplayedModel`, matched by a digest of the request), so retrieval is not skipped:
-  it is repeated, and a request that comes out differently (the knowledge base changed in
-  between) is simply asked for again. One reply per round: an answer is one round, an `llm`
-  rerank then an answer two.
+  have; the call then answers an `InputRequiredResult` whose input requests (`sample-1`, ...)
+  are that `sampling/createMessage` and those the skill's concurrent steps made meanwhile, and
+  the client retries the call with the model's replies. The skill runs again from the start,
+  and the replies gathered so far answer the requests they were made for (`ReplayedModel`,
+  matched by a digest of the request), so retrieval is not skipped: it is repeated, and a
+  request that comes out differently (the knowledge base changed in between) is simply asked
+  again. An answer is one round, an `llm` rerank then an answer two, a graph extraction one
+  per step of Graphiti's that needs the previous one's reply.
 - A handshake-era client over stateless HTTP has no back channel, and a client that did not
   declare `sampling` offers no model: `client_model` is None and answers quote.
 
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
@@ -42,7 +44,12 @@ from agentic_rag.mcp.access import Context
 from agentic_rag.mcp.elicitation import Gathered
 
 SAMPLE_KEY = "sample"
-"""The key of the one sampling request an `InputRequiredResult` carries."""
+"""The keys of the sampling requests an `InputRequiredResult` carries: sample-1, sample-2, ..."""
+
+GATHER_SECONDS = 0.1
+"""How long a round waits, once the skill needs a reply, for the requests of the skill's other
+concurrent steps (Graphiti resolves a passage's facts at once), to ask them in the same round.
+A request that comes later is asked in the next round: one round more, the same outcome."""
 
 _PREFIX = "sampled:"
 """Marks a `requestState` of this module's (the elicitation's own states are JSON objects)."""
@@ -51,14 +58,11 @@ JSON_ONLY = "Reply with one JSON object and nothing else."
 
 
 class SamplingNeeded(Exception):
-    """Raised by `ReplayedModel`: the call must ask its client's model first (2026-07-28).
+    """Raised by `ReplayedModel`: the call must ask its client's model first (2026-07-28);
+    the model's `asked` holds what.
 
     Not a `SkillError`: it passes the skills' refusals and reaches the adapter.
     """
-
-    def __init__(self, digest: str, params: types.CreateMessageRequestParams) -> None:
-        super().__init__(f"the client's model must answer request {digest}")
-        self.digest, self.params = digest, params
 
 
 def request_params(
@@ -126,10 +130,12 @@ class SessionModel:
 
 class ReplayedModel:
     """The client's model of a 2026-07-28 call: the replies earlier rounds brought, or
-    `SamplingNeeded` for a request none of them answered."""
+    `SamplingNeeded` for a request none of them answered, once the requests made meanwhile
+    are in `asked` too (by digest)."""
 
     def __init__(self, replies: dict[str, str]) -> None:
         self._replies = replies
+        self.asked: dict[str, types.CreateMessageRequestParams] = {}
 
     async def complete(
         self,
@@ -140,9 +146,14 @@ class ReplayedModel:
     ) -> str:
         params = request_params(messages, max_tokens, json_object)
         key = digest(params)
-        if key not in self._replies:
-            raise SamplingNeeded(key, params)
-        return self._replies[key]
+        if key in self._replies:
+            return self._replies[key]
+        self.asked[key] = params
+        while True:  # until the skill's concurrent steps have asked what they will
+            seen = len(self.asked)
+            await anyio.sleep(GATHER_SECONDS)
+            if len(self.asked) == seen:
+                raise SamplingNeeded(f"the client's model must answer {len(self.asked)} requests")
 
 
 class _State(BaseModel):
@@ -150,8 +161,8 @@ class _State(BaseModel):
     call had gathered (its arguments and texts after any elicitation, its rounds)."""
 
     replies: dict[str, str]
-    pending: str | None = None
-    """The digest of the request the last round asked the client's model."""
+    pending: dict[str, str] = {}
+    """The requests the last round asked the client's model: their digests by input key."""
     arguments: dict[str, Any] = {}
     texts: list[str] = []
     rounds: int = 0
@@ -164,6 +175,7 @@ class CallSampling:
     """The sampling of one `tools/call` round: its client model, and its part of the state."""
 
     model: Chat | None
+    replayed: ReplayedModel | None = None
     replies: dict[str, str] = field(default_factory=dict)
     request_state: str | None = None
     """What is left of the incoming `requestState` for elicitation (None: nothing)."""
@@ -176,38 +188,45 @@ class CallSampling:
         raw = params.request_state
         state = _decode(raw) if raw is not None and raw.startswith(_PREFIX) else None
         replies = dict(state.replies) if state is not None else {}
-        if state is not None and state.pending is not None:
-            answer = (params.input_responses or {}).get(SAMPLE_KEY)
-            # No reply (or not a sampling result): the request is asked again in this round.
+        responses = params.input_responses or {}
+        for key, pending in (state.pending if state is not None else {}).items():
+            answer = responses.get(key)
+            # No reply (or not a sampling result, or no text): asked again in this round.
             if isinstance(answer, types.CreateMessageResult):
-                with contextlib.suppress(LLMError):  # no text: asked again too
-                    replies[state.pending] = reply_text(answer)
+                with contextlib.suppress(LLMError):
+                    replies[pending] = reply_text(answer)
         capabilities = ctx.session.client_capabilities
         offered = capabilities is not None and capabilities.sampling is not None
         model: Chat | None = None
+        replayed = None
         if offered and modern:
-            model = ReplayedModel(replies)
+            model = replayed = ReplayedModel(replies)
         elif offered and ctx.session.can_send_request:
             model = SessionModel(ctx)
         if state is None:
-            return cls(model, replies, raw)
+            return cls(model, replayed, replies, raw)
         resumed = None
-        if state.pending is not None:
+        if state.pending:
             resumed = (Gathered(state.arguments, state.texts), state.rounds)
-        return cls(model, replies, state.elicitation, resumed)
+        return cls(model, replayed, replies, state.elicitation, resumed)
 
-    def input_required(
-        self, needed: SamplingNeeded, gathered: Gathered, rounds: int
-    ) -> types.InputRequiredResult:
+    def input_required(self, gathered: Gathered, rounds: int) -> types.InputRequiredResult:
+        """The round's answer when the skill raised `SamplingNeeded`: what it asked, and the
+        state to come back with."""
+        assert self.replayed is not None  # only a replayed model raises SamplingNeeded
+        asked = {f"{SAMPLE_KEY}-{n}": k for n, k in enumerate(self.replayed.asked, start=1)}
         state = _State(
             replies=self.replies,
-            pending=needed.digest,
+            pending=asked,
             arguments=gathered.arguments,
             texts=gathered.texts,
             rounds=rounds,
         )
         return types.InputRequiredResult(
-            input_requests={SAMPLE_KEY: types.CreateMessageRequest(params=needed.params)},
+            input_requests={
+                key: types.CreateMessageRequest(params=self.replayed.asked[digest])
+                for key, digest in asked.items()
+            },
             request_state=_PREFIX + state.model_dump_json(),
         )
 

@@ -227,7 +227,7 @@ class SkillTools:
             answer = (params.input_responses or {}).get(INPUT_KEY)
             if answer is None:
                 # Not answered: the spec has the question asked again rather than an error.
-                return _ask_again(skill, previous)
+                return sampling.carried(_ask_again(skill, previous))
             try:
                 gathered = merge(previous.gathered, previous.fields, previous.message, answer)
             except Declined as exc:
@@ -272,14 +272,14 @@ class SkillTools:
                     gathered = await _ask(ctx, gathered, question)
                 except Declined as exc:
                     return tool_error(str(exc))
-            except SamplingNeeded as needed:
+            except SamplingNeeded:
                 rounds += 1
                 if rounds > MAX_ROUNDS:
                     return tool_error(
                         f"tool {skill.name!r} still needs its client's model after "
                         f"{MAX_ROUNDS} rounds"
                     )
-                return sampling.input_required(needed, gathered, rounds)
+                return sampling.input_required(gathered, rounds)
             except SkillError as exc:
                 return tool_error(f"tool {skill.name!r} failed: {exc}")
             except ArgumentsError as exc:
