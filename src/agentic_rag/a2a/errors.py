@@ -78,6 +78,7 @@ class SessionLimitReachedError(A2AError):
 _TASK_ERRORS: dict[type[task_errors.TaskError], type[A2AError]] = {
     task_errors.TaskNotFoundError: TaskNotFoundError,
     task_errors.TaskNotCancelableError: TaskNotCancelableError,
+    task_errors.TaskEndedError: UnsupportedOperationError,
     task_errors.TaskRequestError: InvalidParamsError,
     task_errors.OutputNotAcceptedError: ContentTypeNotSupportedError,
     task_errors.TaskUnavailableError: InternalError,

@@ -330,7 +330,9 @@ class A2AEndpoints:
             return self._sse(_one_result(rid, _dump(follow_up)))
         return self._sse(_accepted_events(rid, outcome))
 
-    async def _accept(self, request: Request, send: SendParams, reply: Reply) -> Accepted:
+    async def _accept(
+        self, request: Request, send: SendParams, reply: Reply, *, follow_ups: bool = True
+    ) -> Accepted:
         """`TaskService.send` in the caller's session (network/sessions.py): a message that
         would open a session beyond the tenant's limit is refused before any task exists.
         Without a limit the session entry is written while the task is created; either way
@@ -342,7 +344,9 @@ class A2AEndpoints:
             raise SessionLimitReachedError(str(exc)) from None
         send = admission.params
         try:
-            outcome = await self._tasks.send(principal.tenant, send, reply=reply)
+            outcome = await self._tasks.send(
+                principal.tenant, send, reply=reply, follow_ups=follow_ups
+            )
         finally:
             await admission.entered()
         if send.message.context_id is None:  # a message to a task: its context is the session

@@ -17,6 +17,11 @@ class TaskNotFoundError(TaskError):
     """No task of this tenant has the id."""
 
 
+class TaskEndedError(TaskError):
+    """A message names a task in a final state, to a caller that starts no follow-up task
+    (A2A 1.0: such a task takes no more messages)."""
+
+
 class TaskNotCancelableError(TaskError):
     """The task is final already, or became final before it could be canceled."""
 

@@ -3,6 +3,7 @@ wire over both 1.0 bindings against the conformance server; each test names the 
 it shows (docs/a2a-notes.md §13.9 maps every id to its tests)."""
 
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -221,6 +222,29 @@ def test_core_multi_004_005_006_a_message_to_a_task(a2a: Binding) -> None:
     assert (answered["id"], answered["contextId"]) == (asking["id"], asking["contextId"])
     assert answered["status"]["state"] == "TASK_STATE_COMPLETED"
     assert answered["history"][-1]["contextId"] == asking["contextId"]
+
+
+def test_core_send_002_a_task_that_ends_meanwhile_is_never_followed_up(a2a: Binding) -> None:
+    """CORE-SEND-002 under a race: messages sent to tasks while they end are taken by the
+    task (still working) or refused (already final), never made a follow-up task."""
+    context = f"ending-{uuid.uuid4()}"
+    for attempt in range(12):
+        running = send(
+            a2a,
+            "task 1 30",
+            message={"contextId": context},
+            configuration={"returnImmediately": True},
+        )
+        time.sleep(0.003 * attempt)  # the message lands earlier or later in the task's end
+        params = {"message": message("late", taskId=running["id"]), "configuration": {}}
+        try:
+            answer = a2a.call("SendMessage", params)
+        except Refused as exc:
+            assert exc.reason == "UNSUPPORTED_OPERATION"
+        else:
+            assert answer["task"]["id"] == running["id"]
+    listed = a2a.call("ListTasks", {"contextId": context, "pageSize": 100})
+    assert listed["totalSize"] == 12
 
 
 def test_core_hist_002_history_is_cut_to_history_length(a2a: Binding) -> None:

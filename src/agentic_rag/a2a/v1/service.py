@@ -3,7 +3,8 @@ requests in, 1.0 proto responses (or streams of them) out, whichever binding car
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
 
 import orjson
 from a2a.types import a2a_pb2 as pb
@@ -30,8 +31,16 @@ from agentic_rag.tasks.store import Event
 
 # How often a subscription to a task that waits for input looks for it in the store.
 RECHECK_SECONDS = 1.0
-# How a message reaches the engine in the caller's session (A2AEndpoints' admission).
-type Accept = Callable[[Request, SendParams, Reply], Awaitable[Accepted]]
+
+
+class Accept(Protocol):
+    """How a message reaches the engine in the caller's session (A2AEndpoints' admission)."""
+
+    async def __call__(
+        self, request: Request, send: SendParams, reply: Reply, *, follow_ups: bool = True
+    ) -> Accepted: ...
+
+
 # The 0.3 JSON of the extended card, or None when the agent has none (no authentication).
 type ExtendedCard = Callable[[], bytes | None]
 
@@ -79,18 +88,9 @@ class A2AService:
     ) -> Accepted:
         """The message accepted by the engine; 1.0 refuses a message to a final task with
         -32004 (0.x starts a follow-up task instead: docs/a2a-notes.md §12.4) and one that
-        names an unknown task with -32001."""
+        names an unknown task with -32001: the engine decides both under the task's lock."""
         self._check_media_types(request.message)
-        send = wire.send_params(request)
-        named = send.message.task_id
-        if named is not None:
-            task = await self._tasks.get(_tenant(http), named)  # raises TaskNotFoundError
-            if task.status.state in states.TERMINAL:
-                raise UnsupportedOperationError(
-                    f"task {named} is {task.status.state.value} and takes no more messages; "
-                    "send a new message in its context (contextId) instead"
-                )
-        return await self._accept(http, send, reply)
+        return await self._accept(http, wire.send_params(request), reply, follow_ups=False)
 
     async def send_message(
         self, http: Request, request: pb.SendMessageRequest
