@@ -10,6 +10,7 @@ import asyncio
 import errno
 import json
 import os
+import re
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -22,7 +23,13 @@ import asyncpg
 import httpx
 from pydantic import ValidationError
 
-from agentic_rag.config import Settings, env_name, keys_create_command, setting_errors
+from agentic_rag.config import (
+    Settings,
+    env_name,
+    keys_create_command,
+    setting_errors,
+    split_graph_refusal,
+)
 from agentic_rag.observability.logging import redact
 from agentic_rag.security.auth import is_loopback
 from agentic_rag.storage.database import embedded_postgres
@@ -346,24 +353,65 @@ async def check_redis(ctx: Context) -> list[Result]:
     settings = ctx.settings
     if settings is None or not settings.redis_url:
         return [Result("redis", "ok", "not configured: rate limits are counted per process")]
-    import redis.asyncio as redis
-
-    client = redis.from_url(settings.redis_url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS)
-    try:
-        async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
-            await client.ping()
-    except Exception as exc:
+    if (problem := await _redis_problem(settings.redis_url)) is not None:
         return [
             Result(
                 "redis",
                 "fail",
-                f"REDIS_URL does not answer: {type(exc).__name__}: {exc}",
+                f"REDIS_URL does not answer: {problem}",
                 "start Redis there, correct REDIS_URL, or unset it",
             )
         ]
+    return [Result("redis", "ok", "REDIS_URL answers")]
+
+
+async def check_graph(ctx: Context) -> list[Result]:
+    """The knowledge graph's FalkorDB: shared by every server on an external database (what
+    `serve` demands, config.split_graph_refusal), and answering."""
+    settings = ctx.settings
+    if settings is None:
+        return [Result("graph", "warn", "not checked: the configuration does not load")]
+    if split_graph_refusal(settings) is not None:
+        return [
+            Result(
+                "graph",
+                "fail",
+                "`serve` refuses an embedded FalkorDB beside an external DATABASE_URL: each "
+                "server sharing that database would keep a graph of its own",
+                "set AGENTIC_RAG_GRAPH_URL to a FalkorDB server every replica reaches, or "
+                "AGENTIC_RAG_GRAPH_EMBEDDED=true if this server is the only one on that database",
+            )
+        ]
+    if settings.graph_url is None:
+        where = (settings.data_dir / "falkordb").resolve()
+        return [Result("graph", "ok", f"embedded FalkorDB in {where}")]
+    # FalkorDB's own schemes name Redis connections (falkordb.FalkorDB.from_url).
+    url = re.sub(r"^falkor(s?)://", r"redis\1://", settings.graph_url)
+    if (problem := await _redis_problem(url)) is not None:
+        return [
+            Result(
+                "graph",
+                "fail",
+                f"AGENTIC_RAG_GRAPH_URL does not answer: {problem}",
+                "start FalkorDB there, or correct AGENTIC_RAG_GRAPH_URL",
+            )
+        ]
+    return [Result("graph", "ok", "AGENTIC_RAG_GRAPH_URL answers")]
+
+
+async def _redis_problem(url: str) -> str | None:
+    """Why the Redis-protocol server at `url` does not answer a PING, or None."""
+    import redis.asyncio as redis
+
+    client = redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS)
+    try:
+        async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
+            await client.ping()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
     finally:
         await client.aclose()
-    return [Result("redis", "ok", "REDIS_URL answers")]
+    return None
 
 
 async def check_models(ctx: Context) -> list[Result]:
@@ -535,6 +583,7 @@ CHECKS: list[Check] = [
     check_database,
     check_exposure,
     check_redis,
+    check_graph,
     check_models,
     check_port,
 ]

@@ -20,6 +20,7 @@ from agentic_rag.security.api_keys import ApiKeyStore
 from agentic_rag.storage.embedded import EmbeddedPostgres, postgres_processes
 from agentic_rag.storage.postgres import migrate
 from conformance.skills import conformance_registry
+from tests.support.cluster import FalkorServer
 from tests.support.live import free_port, live_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,14 +66,16 @@ def test_a_fresh_checkout_is_ready(tmp_path: Path) -> None:
         ["ok", "exposure"],
         ["ok", "metrics"],
         ["ok", "redis"],
+        ["ok", "graph"],
         ["ok", "models"],
         ["ok", "llm"],
         ["ok", "port"],
     ]
     assert "`agentic-rag serve` creates it in" in lines[1]
-    assert "all-MiniLM-L6-v2 installed, its files verified by sha256" in lines[6]
-    assert "none configured: answers are extractive" in lines[7]
-    assert f"127.0.0.1:{port} is free" in lines[8]
+    assert f"embedded FalkorDB in {(tmp_path / 'data' / 'falkordb').resolve()}" in lines[6]
+    assert "all-MiniLM-L6-v2 installed, its files verified by sha256" in lines[7]
+    assert "none configured: answers are extractive" in lines[8]
+    assert f"127.0.0.1:{port} is free" in lines[9]
     assert not (tmp_path / "data").exists()  # doctor creates nothing
 
 
@@ -242,6 +245,35 @@ async def test_an_unreachable_redis_fails(monkeypatch: pytest.MonkeyPatch, data_
     results = by_check(await run_checks({"port": free_port(), "data_dir": data_dir}))
     assert results["redis"].status == "fail"
     assert results["redis"].fix == "start Redis there, correct REDIS_URL, or unset it"
+
+
+async def test_an_embedded_graph_beside_an_external_database_fails(
+    monkeypatch: pytest.MonkeyPatch, database_url: str, data_dir: Path, tmp_path: Path
+) -> None:
+    """What `serve` refuses (a split brain: tests/cluster/test_topology.py), doctor fails."""
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    options = {"port": free_port(), "data_dir": data_dir}
+    split = by_check(await run_checks(options))["graph"]
+    assert split.status == "fail" and "graph of its own" in split.detail
+    assert "AGENTIC_RAG_GRAPH_URL" in split.fix and "AGENTIC_RAG_GRAPH_EMBEDDED=true" in split.fix
+
+    monkeypatch.setenv("AGENTIC_RAG_GRAPH_EMBEDDED", "true")
+    alone = by_check(await run_checks(options))["graph"]
+    assert alone.status == "ok" and "embedded FalkorDB in" in alone.detail
+
+    monkeypatch.setenv("AGENTIC_RAG_GRAPH_URL", f"falkor://127.0.0.1:{free_port()}")
+    nowhere = by_check(await run_checks(options))["graph"]
+    assert nowhere.status == "fail"
+    assert nowhere.detail.startswith("AGENTIC_RAG_GRAPH_URL does not answer: ConnectionError")
+    assert nowhere.fix == "start FalkorDB there, or correct AGENTIC_RAG_GRAPH_URL"
+
+    falkordb = FalkorServer(tmp_path / "falkordb")
+    try:
+        monkeypatch.setenv("AGENTIC_RAG_GRAPH_URL", falkordb.url.replace("redis:", "falkor:"))
+        shared = by_check(await run_checks(options))["graph"]
+    finally:
+        falkordb.stop()
+    assert shared == Result("graph", "ok", "AGENTIC_RAG_GRAPH_URL answers")
 
 
 def test_a_check_is_added_by_appending_it() -> None:
