@@ -26,6 +26,20 @@ GROUP_SUMMARIES: dict[ToolGroup, str] = {
 }
 
 
+def selects(selected: Collection[str] | None, skill: Skill) -> bool:
+    """Whether a credential that selects `selected` groups (None: no selection) may call
+    `skill`: the rule on every protocol (over A2A, where the MCP setting has no say, alone)."""
+    return selected is None or skill.group is None or skill.group in selected
+
+
+def refusal(selected: Collection[str], skill: Skill) -> str:
+    """Why a credential that selects `selected` groups may not call `skill`."""
+    return (
+        f"skill {skill.name!r} is in the group {skill.group!r}, which this credential "
+        f"does not select (its groups: {', '.join(sorted(selected)) or 'none'})"
+    )
+
+
 @dataclass(frozen=True)
 class ToolGroups:
     """The groups a deployment offers: `named`, or (empty) every group but the opt-in ones."""
@@ -38,11 +52,11 @@ class ToolGroups:
 
     def allows(self, skill: Skill, selected: Collection[str] | None) -> bool:
         """Whether a caller whose credential selects `selected` groups (None: no selection)
-        sees and may call `skill`."""
+        sees and may call `skill` over MCP."""
         group = skill.group
         if group is None:
             return True
-        chosen = selected is None or group in selected
+        chosen = selects(selected, skill)
         if self.named:
             return group in self.named and chosen
         if group in OPT_IN:
