@@ -33,23 +33,36 @@ def replica_environment(database_url: str, **settings: str) -> dict[str, str]:
     return {**clean, "DATABASE_URL": database_url, "AGENTIC_RAG_LOG_FORMAT": "text", **settings}
 
 
-def startup_lines(replica: Replica) -> list[str]:
-    return replica.log_path.read_text(errors="replace").splitlines()
+def refused_start(environment: dict[str, str]) -> tuple[int, list[str]]:
+    """`serve` that is expected to stop at start: its exit status and what it said."""
+    ended = subprocess.run(
+        [str(BIN / "agentic-rag"), "serve", "--port", str(free_port())],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return ended.returncode, (ended.stdout + ended.stderr).splitlines()
+
+
+def startup_log(directory: Path, environment: dict[str, str]) -> tuple[Replica, list[str]]:
+    """A replica started until ready, then stopped; the lines it logged."""
+    replica = Replica(directory.name, directory, environment)
+    replica.start()
+    try:
+        return replica, replica.log_path.read_text(errors="replace").splitlines()
+    finally:
+        replica.stop()
 
 
 def test_an_embedded_graph_beside_an_external_database_is_refused_in_one_line(
     postgres: ExternalPostgres, tmp_path: Path
 ) -> None:
     data_dir = tmp_path / "data"
-    refused = subprocess.run(
-        [str(BIN / "agentic-rag"), "serve", "--port", str(free_port())],
-        env=replica_environment(postgres.database(), AGENTIC_RAG_DATA_DIR=str(data_dir)),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    status, said = refused_start(
+        replica_environment(postgres.database(), AGENTIC_RAG_DATA_DIR=str(data_dir))
     )
-    said = (refused.stdout + refused.stderr).splitlines()
-    assert refused.returncode == REFUSED, said
+    assert status == REFUSED, said
     naming = [line for line in said if "AGENTIC_RAG_GRAPH_URL" in line]
     assert len(naming) == 1, said
     assert "ERROR" in naming[0] and "embedded FalkorDB" in naming[0]
@@ -62,19 +75,14 @@ def test_a_graph_server_that_does_not_answer_stops_the_start_in_one_line(
     postgres: ExternalPostgres, tmp_path: Path
 ) -> None:
     nowhere = f"redis://default:graph-secret@127.0.0.1:{free_port()}"  # nothing listens
-    stopped = subprocess.run(
-        [str(BIN / "agentic-rag"), "serve", "--port", str(free_port())],
-        env=replica_environment(
+    status, said = refused_start(
+        replica_environment(
             postgres.database(),
             AGENTIC_RAG_DATA_DIR=str(tmp_path / "data"),
             AGENTIC_RAG_GRAPH_URL=nowhere,
-        ),
-        capture_output=True,
-        text=True,
-        timeout=120,
+        )
     )
-    said = (stopped.stdout + stopped.stderr).splitlines()
-    assert stopped.returncode == STARTUP_FAILURE, said
+    assert status == STARTUP_FAILURE, said
     (line,) = [line for line in said if "cannot reach the FalkorDB server" in line]
     assert "ERROR" in line and "AGENTIC_RAG_GRAPH_URL" in line
     assert f"({nowhere.replace('default:graph-secret@', '')})" in line
@@ -87,12 +95,7 @@ def test_a_replica_told_it_is_alone_starts_and_says_which_stores_are_its_own(
     database_url = postgres.database()
     assert "postgres:@" in database_url  # the user the log must not name
     environment = replica_environment(database_url, AGENTIC_RAG_GRAPH_EMBEDDED="true")
-    replica = Replica("alone", tmp_path / "alone", environment)
-    replica.start()
-    try:
-        lines = startup_lines(replica)
-    finally:
-        replica.stop()
+    replica, lines = startup_log(tmp_path / "alone", environment)
     (stores,) = [line for line in lines if "stores: " in line]
     host = database_url.partition("@")[2]
     assert f"database external postgresql://{host}" in stores
@@ -116,12 +119,7 @@ def test_a_replica_on_shared_stores_names_them_and_does_not_warn(
             REDIS_URL=f"redis://default:rate-secret@{host_and_port}/0",
             AGENTIC_RAG_GRAPH_URL=falkordb.url,
         )
-        replica = Replica("shared", tmp_path / "shared", environment)
-        replica.start()
-        try:
-            lines = startup_lines(replica)
-        finally:
-            replica.stop()
+        replica, lines = startup_log(tmp_path / "shared", environment)
     finally:
         falkordb.stop()
     (stores,) = [line for line in lines if "stores: " in line]
