@@ -136,6 +136,24 @@ async def test_a_key_calling_a_tool_outside_its_groups_gets_a_clear_error(
     assert not allowed.is_error
 
 
+async def test_the_prompt_that_runs_hybrid_retrieve_follows_its_group(product: Product) -> None:
+    async with product.client("knowledge") as client:
+        offered = (await client.list_prompts()).prompts
+    async with product.client("compat") as client:
+        hidden = (await client.list_prompts()).prompts
+        with pytest.raises(MCPError) as refused:
+            await client.get_prompt("answer_with_citations", {"question": "otters?"})
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("hybrid_retrieve_typo", {})
+    assert [p.name for p in offered] == ["answer_with_citations"] and hidden == []
+    assert refused.value.code == FORBIDDEN
+    assert refused.value.message.startswith("tool 'hybrid_retrieve' is in the group 'knowledge'")
+    # An unknown name is answered with the caller's own tools only.
+    assert unknown.value.code == types.INVALID_PARAMS
+    assert "hybrid_retrieve," not in unknown.value.message
+    assert "search_facts" in unknown.value.message
+
+
 async def test_the_aliases_are_absent_by_default_and_present_when_asked_for(
     product: Product,
 ) -> None:

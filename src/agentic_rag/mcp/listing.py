@@ -163,7 +163,7 @@ class ToolSurface:
         self._tools: dict[str, tuple[Skill, types.Tool]] = {}
 
     def visible(self, principal: Principal) -> list[Skill]:
-        return [s for s in self._registry if self._groups.allows(s, principal.groups)]
+        return [s for s in self._registry if self.allows(principal, s)]
 
     def _tool(self, skill: Skill) -> types.Tool:
         # Made once per skill (pydantic's schemas take milliseconds); a skill registered
@@ -186,15 +186,25 @@ class ToolSurface:
         if ctx.method == "tools/call" and isinstance(params, Mapping):
             name = params.get("name")
             skill = self._registry.get(name) if isinstance(name, str) else None
+            principal = self._principal_for(ctx)
             if skill is not None:
-                self.check(self._principal_for(ctx), skill)
+                self.check(principal, skill)
+            elif isinstance(name, str):
+                # Named from the caller's own list: the other tools are not theirs to know of.
+                known = ", ".join(s.name for s in self.visible(principal))
+                raise MCPError(
+                    types.INVALID_PARAMS, f"unknown tool {name!r}; this server has: {known}"
+                )
         return await call_next(ctx)
+
+    def allows(self, principal: Principal, skill: Skill) -> bool:
+        return self._groups.allows(skill, principal.groups)
 
     def check(self, principal: Principal, skill: Skill) -> None:
         """Nothing, if `principal` may call `skill`; else the MCP error that says why: a tool
         the server does not offer is an unknown one (invalid params), a tool outside the
         credential's groups a refusal (the code of a missing scope)."""
-        if self._groups.allows(skill, principal.groups):
+        if self.allows(principal, skill):
             return
         selected = principal.groups
         reason = self._groups.refusal(skill, selected)

@@ -3,7 +3,8 @@
 Getting the prompt runs the `hybrid_retrieve` skill for the question, as the caller's tenant,
 and gives the client one user message: answer from these numbered sources only, cite them
 as [n], and say so when they do not hold the answer. The model writes the answer; the server
-only retrieves (no LLM is needed). Offered when the registry has `hybrid_retrieve`.
+only retrieves (no LLM is needed). Offered when the registry has `hybrid_retrieve` and the
+caller may call it (its groups of tools, listing.py).
 """
 
 import mcp.types as types
@@ -14,6 +15,7 @@ from agentic_rag.knowledge.results import SearchHit, SearchResult
 from agentic_rag.mcp.access import Context, PrincipalFor, require
 from agentic_rag.mcp.client_log import LogLevels
 from agentic_rag.mcp.context import McpSkillContext, ProgressSteps
+from agentic_rag.mcp.listing import ToolSurface
 from agentic_rag.skills import SkillError, SkillRegistry
 from agentic_rag.skills.metering import SkillCall
 
@@ -78,16 +80,22 @@ class CitationPrompt:
     """The `prompts/list` and `prompts/get` handlers."""
 
     def __init__(
-        self, registry: SkillRegistry, principal_for: PrincipalFor, levels: LogLevels
+        self,
+        registry: SkillRegistry,
+        principal_for: PrincipalFor,
+        levels: LogLevels,
+        surface: ToolSurface,
     ) -> None:
         self._retriever = registry.get(RETRIEVER)
-        self._principal_for, self._levels = principal_for, levels
+        self._principal_for, self._levels, self._surface = principal_for, levels, surface
 
     async def list_prompts(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        require(self._principal_for(ctx), "read", "prompts/list")
-        return types.ListPromptsResult(prompts=[PROMPT] if self._retriever is not None else [])
+        principal = require(self._principal_for(ctx), "read", "prompts/list")
+        skill = self._retriever
+        offered = skill is not None and self._surface.allows(principal, skill)
+        return types.ListPromptsResult(prompts=[PROMPT] if offered else [])
 
     async def get_prompt(
         self, ctx: Context, params: types.GetPromptRequestParams
@@ -99,6 +107,7 @@ class CitationPrompt:
             raise MCPError(
                 types.INVALID_PARAMS, f"unknown prompt {params.name!r}; this server has: {offered}"
             )
+        self._surface.check(principal, skill)  # it runs the tool: the caller's to call
         arguments = params.arguments or {}
         question = (arguments.get("question") or "").strip()
         if not question:

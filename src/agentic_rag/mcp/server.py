@@ -386,7 +386,7 @@ def build_server(
     tools = SkillTools(registry, principal_for, DurableCalls(tasks), levels)
     surface = ToolSurface(registry, tool_groups, principal_for)
     documents = DocumentResources(knowledge, principal_for)
-    prompt = CitationPrompt(registry, principal_for, levels)
+    prompt = CitationPrompt(registry, principal_for, levels, surface)
     completions = Completions(registry, knowledge, principal_for)
     server = TaskServer(
         "agentic-rag",
