@@ -56,6 +56,8 @@ def running(
             AGENTIC_RAG_GRAPH_INGEST_RETRY_SECONDS="0",
             AGENTIC_RAG_PEERS_ALLOW_PRIVATE="127.0.0.1",
             AGENTIC_RAG_DELEGATION_POLL_SECONDS="0.2",
+            # A peer that is down is asked again within 2 s (30 s by default).
+            AGENTIC_RAG_DELEGATION_BACKOFF_MAX_SECONDS="2",
         ) as started:
             yield started
     finally:
@@ -120,6 +122,33 @@ def worker_of(cluster: Cluster, task_id: str) -> int:
     return int(row["worker"])
 
 
+def accepted_remote_task(cluster: Cluster, delegation_id: str) -> str:
+    """The id of the peer's task, once the peer accepted the delegation."""
+    remote: list[str] = []
+
+    def accepted() -> bool:
+        rows = query(
+            cluster.database_url,
+            "SELECT remote_task_id FROM delegations WHERE id = $1",
+            delegation_id,
+        )
+        remote.extend(r["remote_task_id"] for r in rows if r["remote_task_id"])
+        return bool(remote)
+
+    wait_for("the peer accepted the delegation", accepted, 120, cluster.logs())
+    return remote[0]
+
+
+def peer_tasks(cluster: Cluster, delegation_id: str) -> list[str]:
+    """The tasks the peer made of messages of this delegation (its correlation id)."""
+    rows = query(
+        cluster.database_url,
+        "SELECT id FROM tasks WHERE task -> 'history' -> 0 -> 'metadata' ->> 'correlationId' = $1",
+        delegation_id,
+    )
+    return [row["id"] for row in rows]
+
+
 def replica_of_worker(cluster: Cluster, clients: tuple[Answers, Answers], worker: int) -> Replica:
     """The replica whose worker id is `worker`: each runs the blocking sends it is given, so
     the worker of a `help` task sent to it names it."""
@@ -147,16 +176,7 @@ def test_a_replica_killed_mid_delegation_is_taken_over_and_follows_the_same_remo
             timeout_seconds=240,
         )
     )
-    remote: list[str] = []
-
-    def accepted() -> bool:
-        rows = query(
-            running.database_url, "SELECT remote_task_id FROM delegations WHERE id = $1", task_id
-        )
-        remote.extend(r["remote_task_id"] for r in rows if r["remote_task_id"])
-        return bool(remote)
-
-    wait_for("the peer accepted the delegation", accepted, 120, running.logs())
+    remote = accepted_remote_task(running, task_id)
     wait_for("a few pages stored", lambda: invariants.documents(url) >= 3, 180, running.logs())
     running.replicas[0].kill()
 
@@ -164,19 +184,47 @@ def test_a_replica_killed_mid_delegation_is_taken_over_and_follows_the_same_remo
     delegated = result(task)
     # The replica that took it over followed the remote task the dead one had started: the
     # message was not sent to the peer again, and the peer's crawl ran once.
-    assert delegated["remote_task_id"] == remote[0]
+    assert delegated["remote_task_id"] == remote
     assert delegated["peer_id"] == peer
     running.heal()
-    invariants.hold([task_id, remote[0]])
+    invariants.hold([task_id, remote])
     assert invariants.documents(url) == PAGES
-    (crawls,) = query(
-        running.database_url,
-        "SELECT count(*) AS n FROM delegations WHERE remote_task_id IS NOT NULL AND id = $1",
-        task_id,
-    )
-    assert crawls["n"] == 1
+    assert peer_tasks(running, task_id) == [remote]
     fetched_again = sum(n - 1 for path, n in pages.served.items() if path != "/robots.txt")
     assert fetched_again == 0, pages.served
+
+
+def test_a_peer_killed_mid_delegation_is_waited_for_and_its_task_followed_to_its_end(
+    running: Cluster, answers: tuple[Answers, Answers], site: tuple[SlowSite, str], peer: str
+) -> None:
+    a, _ = answers
+    pages, url = site
+    invariants = Invariants(running)
+    task_id = sent(
+        a.skill(
+            "delegate_task",
+            blocking=False,
+            target_agent=peer,
+            capability_name="ingest_url",
+            parameters={"url": f"{url}/0", "depth": 1, "max_pages": 50},
+            timeout_seconds=240,
+        )
+    )
+    remote = accepted_remote_task(running, task_id)
+    wait_for("a few pages stored", lambda: invariants.documents(url) >= 3, 180, running.logs())
+    running.replicas[1].kill()  # the peer: its crawl is taken over by the other replica
+    running.heal()  # the peer answers again, on the same address, some seconds later
+
+    task = final_task(a, task_id, running)
+    # The peer accepted the task, which outlives the peer's restart: the delegation waited for
+    # the peer to answer again and followed that task to its end, not failed meanwhile.
+    delegated = result(task)
+    assert (delegated["remote_task_id"], delegated["state"]) == (remote, "completed")
+    assert peer_tasks(running, task_id) == [remote]
+    invariants.hold([task_id, remote])
+    assert invariants.documents(url) == PAGES
+    fetched_again = sum(n - 1 for path, n in pages.served.items() if path != "/robots.txt")
+    assert fetched_again <= 4, pages.served
 
 
 def test_a_replica_killed_mid_orchestration_is_taken_over_and_each_step_runs_once(

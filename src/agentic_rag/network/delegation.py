@@ -474,18 +474,27 @@ class _Run:
         return await self._poll()
 
     async def _poll(self) -> DelegationResult:
-        assert self._client is not None and self._remote_id is not None
-        client, remote_id = self._client, self._remote_id
         while True:
-            task = await retrying(
-                lambda: client.get(remote_id),
-                retries=self._request.retries,
-                backoff=self._settings.backoff,
-                sleep=asyncio.sleep,
-            )
+            task = await self._remote_task()
             if await self._mirror(task) is not None:
                 return await self._end(task)
             await asyncio.sleep(self._settings.poll_seconds)
+
+    async def _remote_task(self) -> Task:
+        """The remote task as the peer has it now. The peer accepted it, and keeps it across
+        its own restarts: a peer that is unavailable is asked again, with backoff, until it
+        answers; the delegation's deadline bounds the wait, not `retries` (which are for
+        placing the task)."""
+        assert self._client is not None and self._remote_id is not None
+        attempt = 0
+        while True:
+            try:
+                return await self._client.get(self._remote_id)
+            except PeerUnavailable as exc:
+                if attempt == 0:
+                    await self._progress(f"{exc}; asking again until it answers")
+                await asyncio.sleep(self._settings.backoff.delay(attempt, exc.retry_after))
+                attempt = min(attempt + 1, 30)  # the cap is reached long before
 
     async def _mirror(self, event: RemoteEvent) -> Task | None:
         """Show `event` in the local task; the remote task once it is final (or paused)."""
