@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from agentic_rag.mcp.listing import input_schema
 from conformance.skills import ScriptInput
 from tests.support.databases import new_database, own_data_dir
 from tests.support.live import LiveServer, live_server
@@ -84,7 +85,7 @@ def test_http_tools_list(sut: LiveServer) -> None:
     assert run.code == 0, run.err
     tools = {tool["name"]: tool for tool in run.json["tools"]}
     assert sorted(tools) == ["help", "script"]
-    assert tools["script"]["inputSchema"] == ScriptInput.model_json_schema()
+    assert tools["script"]["inputSchema"] == input_schema(ScriptInput)  # as listed (compact)
 
 
 def test_http_tools_call(sut: LiveServer) -> None:

@@ -332,7 +332,13 @@ async def test_a_task_augmented_call_is_the_a2a_task_and_its_result_the_calls(
 
     assert payload["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
     assert payload["structuredContent"] == output(a2a)
-    assert payload["content"] == [{"type": "text", "text": artifact_text(a2a)}]
+    text_block, link = payload["content"]
+    assert text_block == {"type": "text", "text": artifact_text(a2a)}
+    document_id = payload["structuredContent"]["documents"][0]["document_id"]
+    assert (link["type"], link["uri"]) == (
+        "resource_link",
+        f"agentic-rag://documents/{document_id}",
+    )
     assert payload["structuredContent"]["ingested"] == 1
     assert status["taskId"] == task_id and status["status"] == "completed"
     assert status["createdAt"] == task["createdAt"]

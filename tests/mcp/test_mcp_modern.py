@@ -55,16 +55,20 @@ class Modern:
         *,
         tenant: str = "alpha",
         capabilities: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Answer:
-        """One stateless request: no handshake before it, its capabilities in its `_meta`."""
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientCapabilities": capabilities or {},
-            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-        }
+        """One stateless request: no handshake before it, its capabilities in its `_meta`
+        (`meta` instead of those, `headers` over the ones a client sends)."""
+        if meta is None:
+            meta = {
+                "io.modelcontextprotocol/protocolVersion": VERSION,
+                "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            }
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**(params or {})}}
         body["params"]["_meta"] = meta
-        headers = {
+        sent = {
             "MCP-Protocol-Version": VERSION,
             "Mcp-Method": method,
             "Accept": "application/json",
@@ -72,10 +76,10 @@ class Modern:
             "X-API-Key": self.keys[tenant],
         }
         if method in NAMED:
-            headers["Mcp-Name"] = (params or {}).get("name") or (params or {})["uri"]
+            sent["Mcp-Name"] = (params or {}).get("name") or (params or {})["uri"]
         async with httpx.AsyncClient(timeout=60) as http:
             response = await http.post(
-                mcp_url(self.server), content=json.dumps(body), headers=headers
+                mcp_url(self.server), content=json.dumps(body), headers={**sent, **(headers or {})}
             )
         return Answer(response.status_code, response.json())
 
@@ -138,41 +142,15 @@ async def test_an_unknown_resource_is_invalid_params(modern: Modern) -> None:
 
 
 async def test_a_request_without_its_capabilities_is_malformed(modern: Modern) -> None:
-    body = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": {}}}
-    headers = {
-        "MCP-Protocol-Version": VERSION,
-        "Mcp-Method": "tools/list",
-        "Accept": "application/json",
-        "Content-Type": "application/json",
-        "X-API-Key": modern.keys["alpha"],
-    }
-    async with httpx.AsyncClient() as http:
-        response = await http.post(
-            mcp_url(modern.server), content=json.dumps(body), headers=headers
-        )
-    assert response.status_code == 400
-    assert response.json()["error"]["code"] == -32602
+    answer = await modern.send("tools/list", meta={})
+    assert answer.status == 400
+    assert answer.error["code"] == -32602
 
 
 async def test_an_mcp_method_that_differs_from_the_body_is_refused(modern: Modern) -> None:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    body = {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": meta}}
-    headers = {
-        "MCP-Protocol-Version": VERSION,
-        "Mcp-Method": "prompts/list",
-        "Accept": "application/json",
-        "Content-Type": "application/json",
-        "X-API-Key": modern.keys["alpha"],
-    }
-    async with httpx.AsyncClient() as http:
-        response = await http.post(
-            mcp_url(modern.server), content=json.dumps(body), headers=headers
-        )
-    assert response.status_code == 400
-    assert response.json()["error"]["code"] == -32020  # HeaderMismatch
+    answer = await modern.send("tools/list", headers={"Mcp-Method": "prompts/list"})
+    assert answer.status == 400
+    assert answer.error["code"] == -32020  # HeaderMismatch
 
 
 # -- a capability the request did not declare ----------------------------------------------

@@ -193,10 +193,10 @@ class UpstreamServer:
         return tools
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT
+        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT, names: dict[str, str]
     ) -> types.CallToolResult:
         """The upstream's result; `UpstreamDown` when it does not answer, `SkillError` with
-        its reason when it refuses the call."""
+        its reason, in the caller's `names` of its namespaces, when it refuses the call."""
         answer: types.CallToolResult | types.InputRequiredResult | None = None
         refused: MCPError | None = None
         try:
@@ -214,11 +214,12 @@ class UpstreamServer:
                     f"did not answer ({describe(exc)}); try again later"
                 ) from None
         if refused is not None:
+            reason = _renamed(refused.message, names)
             raise SkillError(
-                f"the upstream MCP server {self.config.name!r} refused the call: {refused.message}"
+                f"the upstream MCP server {self.config.name!r} refused the call: {reason}"
             )
         if isinstance(answer, types.InputRequiredResult):
-            raise SkillError(_unforwarded(answer))
+            raise SkillError(_renamed(_unforwarded(answer), names))
         assert answer is not None
         return answer
 
@@ -257,7 +258,7 @@ def skill_for(upstream: UpstreamServer, tool: types.Tool) -> Skill:
         async def forward(progress: float, total: float | None, message: str | None) -> None:
             await ctx.progress(message or (f"{progress:g}/{total:g}" if total else f"{progress:g}"))
 
-        result = await upstream.call(tool.name, arguments, forward)
+        result = await upstream.call(tool.name, arguments, forward, names)
         if result.is_error:
             raise SkillError(_text(result, names) or "the upstream tool failed without a reason")
         if output is UpstreamText:
