@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
@@ -355,10 +356,21 @@ async def test_requests_made_at_once_are_asked_in_one_round(
                 "two_questions", arguments, allow_input_required=True
             )
             answered = await client.call_tool("two_questions", arguments)
+        async with httpx.AsyncClient() as http:
+            metrics = (await http.get(f"{live.url}/metrics")).text
     assert isinstance(first, types.InputRequiredResult)
     assert first.input_requests is not None
     assert sorted(first.input_requests) == ["sample-1", "sample-2"]
     assert answered.structured_content == {"answers": ["ba", "dc"]}
+    # A round that asks the client's model counts as a call that needed input, not a failure.
+    calls = {
+        outcome: float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
+        if line.startswith("agentic_rag_skill_calls_total{") and 'skill="two_questions"' in line
+        for outcome in ("ok", "input_required", "exception", "error")
+        if f'outcome="{outcome}"' in line
+    }
+    assert calls == {"input_required": 2, "ok": 1}
 
 
 async def test_a_round_without_the_reply_asks_again(server: LiveServer) -> None:

@@ -42,6 +42,7 @@ from pydantic import BaseModel, ValidationError
 from agentic_rag.llm.chat import Chat, LLMError
 from agentic_rag.mcp.access import Context
 from agentic_rag.mcp.elicitation import Gathered
+from agentic_rag.skills import InputRequired
 
 SAMPLE_KEY = "sample"
 """The keys of the sampling requests an `InputRequiredResult` carries: sample-1, sample-2, ..."""
@@ -57,11 +58,12 @@ _PREFIX = "sampled:"
 JSON_ONLY = "Reply with one JSON object and nothing else."
 
 
-class SamplingNeeded(Exception):
+class SamplingNeeded(InputRequired):
     """Raised by `ReplayedModel`: the call must ask its client's model first (2026-07-28);
     the model's `asked` holds what.
 
-    Not a `SkillError`: it passes the skills' refusals and reaches the adapter.
+    Input the call needs, as a question is (and counted so: skills/metering.py), not a
+    `SkillError`: it passes the skills' refusals and reaches the adapter.
     """
 
 

@@ -251,6 +251,14 @@ class SkillTools:
                     lines = result_lines(skill.output_model, result.structured_content)
                     await client_log.send_all(lines, skill.name)
                 return result
+            except SamplingNeeded:  # an InputRequired: before it
+                rounds += 1
+                if rounds > MAX_ROUNDS:
+                    return tool_error(
+                        f"tool {skill.name!r} still needs its client's model after "
+                        f"{MAX_ROUNDS} rounds"
+                    )
+                return sampling.input_required(gathered, rounds)
             except InputRequired as needed:
                 question = question_for(skill, needed)
                 if question is None:
@@ -272,14 +280,6 @@ class SkillTools:
                     gathered = await _ask(ctx, gathered, question)
                 except Declined as exc:
                     return tool_error(str(exc))
-            except SamplingNeeded:
-                rounds += 1
-                if rounds > MAX_ROUNDS:
-                    return tool_error(
-                        f"tool {skill.name!r} still needs its client's model after "
-                        f"{MAX_ROUNDS} rounds"
-                    )
-                return sampling.input_required(gathered, rounds)
             except SkillError as exc:
                 return tool_error(f"tool {skill.name!r} failed: {exc}")
             except ArgumentsError as exc:
