@@ -84,6 +84,9 @@ async def test_agentic_rag_mcp_serves_the_product_from_a_data_dir(data: Path) ->
         (resource,) = (await client.list_resources()).resources
         (content,) = (await client.read_resource(resource.uri)).contents
         (prompt,) = (await client.list_prompts()).prompts
+        assert ingested.structured_content is not None
+        document_id = ingested.structured_content["documents"][0]["document_id"]
+        got = await client.call_tool("get_document", {"document_id": document_id})
     assert {"help", "hybrid_retrieve", "ingest_text", "ingest_url", "explain_answer"} <= set(tools)
     assert tools["help"].input_schema == input_schema(HelpInput)
     assert tools["help"].output_schema == output_schema(HelpOutput)
@@ -98,6 +101,14 @@ async def test_agentic_rag_mcp_serves_the_product_from_a_data_dir(data: Path) ->
     assert resource.title == "Otters"
     assert isinstance(content, types.TextResourceContents)
     assert content.text == "Otters hold hands while they sleep."
+    # Results name their document as MCP content: a link, or the document itself.
+    for result in (ingested, found):
+        assert [c.uri for c in result.content[1:] if isinstance(c, types.ResourceLink)] == [
+            resource.uri
+        ]
+    embedded = got.content[-1]
+    assert isinstance(embedded, types.EmbeddedResource)
+    assert embedded.resource == content.model_copy(update={"meta": None})
     assert prompt.name == "answer_with_citations"
     assert (data / "postgres").is_dir()  # the engine ran on the embedded database there
 
@@ -307,6 +318,14 @@ async def test_the_bridge_forwards_tools_and_calls(bridged: Bridged, mode: str) 
     assert text_of(failed) == "tool 'script' failed: failed as asked: the message was 'fail'"
     assert whoami.structured_content == {"tenant": "acme"}  # the API key's tenant
     assert unknown.value.code == types.INVALID_PARAMS
+
+
+async def test_the_bridge_passes_on_the_servers_cache_hints(bridged: Bridged) -> None:
+    async with bridged.client() as client:  # 2026-07-28
+        tools = await client.list_tools()
+        templates = await client.list_resource_templates()
+    assert (tools.ttl_ms, tools.cache_scope) == (300_000, "private")
+    assert (templates.ttl_ms, templates.cache_scope) == (3_600_000, "public")
 
 
 @MODES

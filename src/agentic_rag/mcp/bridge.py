@@ -18,7 +18,7 @@ error, rather than the bridge: the SDK's HTTP transport ends on a connection err
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import httpx2
 import mcp.types as types
@@ -160,14 +160,18 @@ class Bridge:
     ) -> types.ListToolsResult:
         page = types.PaginatedRequestParams(cursor=params.cursor if params else None)
         listed = await self._upstream.ask(lambda session: session.list_tools(params=page))
-        return types.ListToolsResult(tools=listed.tools, next_cursor=listed.next_cursor)
+        return types.ListToolsResult(
+            tools=listed.tools, next_cursor=listed.next_cursor, **_cache_hint(listed)
+        )
 
     async def list_resources(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         page = types.PaginatedRequestParams(cursor=params.cursor if params else None)
         listed = await self._upstream.ask(lambda session: session.list_resources(params=page))
-        return types.ListResourcesResult(resources=listed.resources, next_cursor=listed.next_cursor)
+        return types.ListResourcesResult(
+            resources=listed.resources, next_cursor=listed.next_cursor, **_cache_hint(listed)
+        )
 
     async def list_resource_templates(
         self, ctx: Context, params: types.PaginatedRequestParams | None
@@ -177,21 +181,25 @@ class Bridge:
             lambda session: session.list_resource_templates(params=page)
         )
         return types.ListResourceTemplatesResult(
-            resource_templates=listed.resource_templates, next_cursor=listed.next_cursor
+            resource_templates=listed.resource_templates,
+            next_cursor=listed.next_cursor,
+            **_cache_hint(listed),
         )
 
     async def read_resource(
         self, ctx: Context, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         read = await self._upstream.ask(lambda session: session.read_resource(params.uri))
-        return types.ReadResourceResult(contents=read.contents)
+        return types.ReadResourceResult(contents=read.contents, **_cache_hint(read))
 
     async def list_prompts(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         page = types.PaginatedRequestParams(cursor=params.cursor if params else None)
         listed = await self._upstream.ask(lambda session: session.list_prompts(params=page))
-        return types.ListPromptsResult(prompts=listed.prompts, next_cursor=listed.next_cursor)
+        return types.ListPromptsResult(
+            prompts=listed.prompts, next_cursor=listed.next_cursor, **_cache_hint(listed)
+        )
 
     async def get_prompt(
         self, ctx: Context, params: types.GetPromptRequestParams
@@ -230,6 +238,16 @@ class Bridge:
                 )
             state = result.request_state
         return _error(f"tool {params.name!r} still needs input after {MAX_ROUNDS} answers")
+
+
+class _CacheHint(TypedDict):
+    ttl_ms: int
+    cache_scope: Literal["public", "private"]
+
+
+def _cache_hint(result: types.CacheableResult) -> _CacheHint:
+    """The server's `ttlMs` and `cacheScope`, passed on: its lists are what the client gets."""
+    return {"ttl_ms": result.ttl_ms, "cache_scope": result.cache_scope}
 
 
 def _call(
