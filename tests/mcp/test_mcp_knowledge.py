@@ -34,7 +34,7 @@ from agentic_rag.security.auth import FORBIDDEN
 from tests.support.databases import new_database
 from tests.support.knowledge import GARDEN, KITCHEN, article_page
 from tests.support.live import LiveServer, live_server, serve_in_thread
-from tests.support.mcp import Progress, text_of
+from tests.support.mcp import Elicitations, Progress, text_of
 from tests.support.outcomes import output
 from tests.support.security import create_keys
 
@@ -493,6 +493,21 @@ async def test_another_tenants_document_reads_like_an_unknown_one(
         assert error.value.code == types.INVALID_PARAMS
         assert error.value.message == f"unknown resource {asked!r}"
     assert elsewhere.value.message == "unknown resource 'file:///etc/passwd'"
+
+
+async def test_a_durable_call_asks_for_its_missing_argument_before_its_task(
+    tenants: tuple[Tenant, Tenant],
+) -> None:
+    # 2026-07-28: the form is an input_required result; the answer starts the ingestion.
+    alpha, _ = tenants
+    elicit = Elicitations({"text": "Herons stand still for hours."})
+    async with alpha.mcp(elicitation_callback=elicit) as client:
+        result = await client.call_tool("ingest_text", {"title": "Herons"})
+    assert not result.is_error and result.structured_content is not None, result
+    assert result.structured_content["ingested"] == 1
+    (asked,) = elicit.asked
+    assert list(asked.requested_schema["properties"]) == ["text"]
+    assert asked.requested_schema["properties"]["text"]["description"] == "Markdown or plain text"
 
 
 # -- content types of tool results ------------------------------------------------------
