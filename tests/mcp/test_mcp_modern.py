@@ -281,3 +281,23 @@ async def test_a_state_is_bound_to_its_caller_and_its_request(modern: Modern) ->
     )
     assert refused(by_beta)
     assert refused(other_target)
+
+
+async def test_another_worker_opens_the_state_one_sealed(
+    modern: Modern, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Two servers on one database, as two workers: the key comes from the signing keys both
+    # read there, so the retry may reach either.
+    first = await asked(modern)
+    with live_server(
+        watched_registry(lambda event: None),
+        database_url=modern.server.settings.database_url or "",
+        data_dir=tmp_path_factory.mktemp("second-worker"),
+    ) as other:
+        second = Modern(other, modern.keys)
+        done = await second.send(
+            "tools/call",
+            {**DELETE, "inputResponses": confirmed(), "requestState": first["requestState"]},
+            capabilities=FORM,
+        )
+    assert done.result["structuredContent"] == {"text": "deleted old notes"}
