@@ -225,17 +225,25 @@ async def test_a_client_without_sampling_gets_the_extractive_answer(server: Live
     assert "six hours of direct sunlight" in answer["text"]
 
 
-async def test_a_handshake_era_client_over_stateless_http_cannot_sample(
-    server: LiveServer,
-) -> None:
-    # 2025-11-25 sampling is a request to the client, which stateless HTTP has no way to send.
-    model = ClientModel(GROUNDED)
-    async with Client(mcp_url(server), mode="legacy", sampling_callback=model) as client:
-        result = await client.call_tool(
-            "hybrid_retrieve", {"query": QUESTION, "use_client_model": True}
-        )
-    assert model.asked == []
-    answer = answer_of(result)
+async def test_a_stateless_handshake_era_request_cannot_sample(server: LiveServer) -> None:
+    # 2025-11-25 sampling is a request to the client, which a request without a session (no
+    # initialize, no Mcp-Session-Id) has no way to send: the quotes answer, saying why.
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "hybrid_retrieve",
+            "arguments": {"query": QUESTION, "use_client_model": True},
+        },
+    }
+    headers = {"MCP-Protocol-Version": "2025-11-25", "Accept": "application/json"}
+    async with httpx.AsyncClient(timeout=60) as http:
+        response = await http.post(mcp_url(server), json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    result = response.json()["result"]
+    assert not result.get("isError"), result
+    answer = result["structuredContent"]["answer"]
     assert answer["mode"] == "extractive"
     assert "offers no model" in answer["text"]
 
