@@ -230,7 +230,7 @@ def main() -> None:
         "log_level": "warning",
         **DELEGATOR_SETTINGS,
     }
-    serve("tests.support.peers.network:delegator_app", overrides)
+    serve("tests.support.peers.network:delegator_app", overrides, graph=False)  # it has none
 
 
 if __name__ == "__main__":
