@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agentic_rag.network.orchestration import STEP_TASKS
 from tests.support.cluster import (
     FINAL,
     Answers,
@@ -251,6 +252,18 @@ def test_a_replica_killed_mid_orchestration_is_taken_over_and_each_step_runs_onc
     ]
     task_id = sent(a.skill("orchestrate", blocking=False, goal="survey the coast", plan=plan))
     wait_for("a few pages stored", lambda: invariants.documents(url) >= 3, 180, running.logs())
+    # A crash may also come between the two writes that start a step (PlanStore.start_step,
+    # then the step's task): too short a window for a signal to hit, so it is made here. While
+    # the replica is paused (its lease holds: nobody takes over), "search" is recorded started
+    # as start_step records it, with the id its task would have; then the replica is killed.
+    running.replicas[0].pause()
+    query(
+        running.database_url,
+        "UPDATE plan_steps SET state = 'running', task_id = $2, attempt = 0"
+        " WHERE plan_id = $1 AND step_id = 'search'",
+        task_id,
+        uuid.uuid5(STEP_TASKS, f"{task_id}\nsearch\n0").hex,
+    )
     running.replicas[0].kill()
 
     task = final_task(b, task_id, running)
@@ -266,7 +279,8 @@ def test_a_replica_killed_mid_orchestration_is_taken_over_and_each_step_runs_onc
         "SELECT step_id, state, attempt, task_id FROM plan_steps WHERE plan_id = $1",
         task_id,
     )
-    # The crawl's task (resumable) was taken over, not started again as a new attempt.
+    # The crawl's task (resumable) was taken over, not started again as a new attempt; the
+    # search, recorded started without a task, was started as that attempt.
     assert {r["step_id"]: r["attempt"] for r in steps} == {"crawl": 0, "search": 0, "ask_peer": 0}
     running.heal()
     invariants.hold([task_id, *(r["task_id"] for r in steps)])

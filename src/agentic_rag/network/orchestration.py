@@ -285,12 +285,18 @@ class _PlanRun:
             if stored is not None and stored.state == "running" and stored.task_id is not None:
                 task_id = stored.task_id
                 self.running[step.id] = task_id
-                outcome = await self._follow(step, task_id)
-                if outcome.state in (TaskState.failed, TaskState.canceled):
-                    # Ended while no orchestrator followed it (the crash may have ended it):
-                    # run it once more.
-                    await self.ctx.progress(f"step {step.id}: running it again after a restart")
-                    task_id, outcome = await self._start(step, stored.attempt + 1)
+                try:
+                    outcome = await self._follow(step, task_id)
+                except TaskNotFoundError:
+                    # The crash came between recording the step started and creating its task:
+                    # this attempt's task is created now (its id is the same).
+                    task_id, outcome = await self._start(step, stored.attempt)
+                else:
+                    if outcome.state in (TaskState.failed, TaskState.canceled):
+                        # Ended while no orchestrator followed it (the crash may have ended
+                        # it): run it once more.
+                        await self.ctx.progress(f"step {step.id}: running it again after a restart")
+                        task_id, outcome = await self._start(step, stored.attempt + 1)
             else:
                 task_id, outcome = await self._start(step, 0)
         except asyncio.CancelledError:
