@@ -185,7 +185,7 @@ class Engine:
         )
         stack.push_async_callback(self.cluster.stop)
         if self.graph is not None:  # its episode queue, worked under this worker's lease
-            self.graph.start_ingestion()
+            self.graph.start_ingestion(self.cluster.spared)
             stack.push_async_callback(self.graph.stop_ingestion)
 
     async def stop(self) -> None:

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from agentic_rag.config import Settings
@@ -30,6 +31,13 @@ from agentic_rag.storage.cluster import WORKER_LOCK_CLASS
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0  # how soon work queued by another process, or a retry due, is noticed
+
+# The workers whose episodes a recovery must not take back now (None: no one's may be taken).
+type Spared = Callable[[], Awaitable[Sequence[int] | None]]
+
+
+async def _nobody() -> Sequence[int]:
+    return ()
 
 
 class Extractor(Protocol):
@@ -53,8 +61,13 @@ class EpisodeIngestion:
         self._wake = asyncio.Event()
         self._running: set[asyncio.Task[None]] = set()
         self._loop: asyncio.Task[None] | None = None
+        self._spared: Spared = _nobody
 
-    def start(self) -> None:
+    def start(self, spared: Spared | None = None) -> None:
+        """Work the queue; `spared` says whose episodes to leave alone though their lock is
+        gone (`Cluster.spared`; None from it: recover no one's now)."""
+        if spared is not None:
+            self._spared = spared
         self._loop = asyncio.create_task(self._run(), name="graph-ingestion")
 
     def wake(self) -> None:
@@ -81,7 +94,10 @@ class EpisodeIngestion:
                 await asyncio.wait_for(self._wake.wait(), POLL_SECONDS)
 
     async def _fill(self) -> None:
-        recovered = await self._queue.recover(WORKER_LOCK_CLASS, self._max_attempts)
+        spared = await self._spared()
+        recovered = 0
+        if spared is not None:
+            recovered = await self._queue.recover(WORKER_LOCK_CLASS, self._max_attempts, spared)
         if recovered:
             log.warning("graph ingestion: %d episodes of stopped workers queued again", recovered)
         while len(self._running) < self._concurrency:

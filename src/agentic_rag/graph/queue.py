@@ -12,6 +12,7 @@ after the other in the order they were added; a failed one is retried (after a p
 the next starts, and once out of attempts it is `failed` and the next one goes.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -245,10 +246,11 @@ class EpisodeQueue:
             worker,
         )
 
-    async def recover(self, lock_class: int, max_attempts: int) -> int:
-        """Put back the episodes of workers that are gone (no advisory lock of theirs held);
-        fail those that were out of attempts. The number recovered."""
-        rows = await self._pool.fetch(_RECOVER, lock_class, max_attempts)
+    async def recover(self, lock_class: int, max_attempts: int, spared: Sequence[int] = ()) -> int:
+        """Put back the episodes of workers that are gone (no advisory lock of theirs held,
+        and not among those `spared`: `Cluster.spared`); fail those that were out of attempts.
+        The number recovered."""
+        rows = await self._pool.fetch(_RECOVER, lock_class, max_attempts, list(spared))
         return len(rows)
 
     async def counts(self, tenant: str) -> list[NamespaceCounts]:
@@ -355,6 +357,7 @@ UPDATE graph_episodes SET worker = NULL,
         ELSE error END,
     finished_at = CASE WHEN attempts >= $2 THEN now() END
 WHERE state = 'processing'
+  AND (worker IS NULL OR worker <> ALL($3::integer[]))
   AND NOT EXISTS (
     SELECT 1 FROM pg_locks AS l
     WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objsubid = 2

@@ -56,7 +56,7 @@ from agentic_rag.graph.clients import (
 )
 from agentic_rag.graph.embedded import EmbeddedFalkorDB
 from agentic_rag.graph.errors import InvalidRequest, NotFound
-from agentic_rag.graph.ingestion import EpisodeIngestion
+from agentic_rag.graph.ingestion import EpisodeIngestion, Spared
 from agentic_rag.graph.mapping import (
     community_result,
     edge_result,
@@ -175,9 +175,10 @@ class GraphService:
             await self.stop()
             raise GraphDatabaseError(f"cannot reach {self.backend}: {exc}") from exc
 
-    def start_ingestion(self) -> None:
-        """Work the episode queue as this worker (once its lease is taken)."""
-        self._ingestion.start()
+    def start_ingestion(self, spared: Spared | None = None) -> None:
+        """Work the episode queue as this worker (once its lease is taken), sparing the
+        episodes of the workers `spared` names (`Cluster.spared`)."""
+        self._ingestion.start(spared)
         self._ingesting = True
 
     async def stop_ingestion(self) -> None:

@@ -10,6 +10,7 @@ from agentic_rag.observability.failures import RepeatedFailure
 from agentic_rag.schema.a2a import (
     Artifact,
     Role,
+    Task,
     TaskArtifactUpdateEvent,
     TaskState,
 )
@@ -126,6 +127,8 @@ class Runner:
         # outage, not once per task.
         self._outage = RepeatedFailure(log, "tasks: running skills and storing their outcomes")
         self._active: dict[asyncio.Task[None], ActiveTask] = {}
+        # The task as it was before the events that end its run, until they are stored.
+        self._unsettled: dict[tuple[str, str], tuple[Task, int]] = {}
 
     def start(self) -> None:
         self._dispatcher = asyncio.create_task(self._dispatch(), name="runner")
@@ -204,7 +207,7 @@ class Runner:
                 ],
             )
             task = active.task
-            final = service.emit(
+            final = self._settle(
                 active,
                 TaskArtifactUpdateEvent(
                     task_id=task.id,
@@ -261,6 +264,7 @@ class Runner:
             except Exception as exc:  # the outcome could not be stored: fail from what is stored
                 await self._fail_when_stored(active, exc)
         finally:
+            self._unsettled.pop(active.key, None)
             active.runner = None
             self._work.release(active)
             active.done.set()
@@ -282,6 +286,9 @@ class Runner:
             )
         pause = STORE_RETRY_FIRST_SECONDS
         while True:
+            # Shown as it was before the ending that was not stored (working), so that a
+            # cancel meanwhile is taken, not refused as if the task had ended.
+            active.task, active.last_seq = self._unsettled[active.key]
             try:
                 await self._fail_from_stored(active, error)
                 return
@@ -289,6 +296,7 @@ class Runner:
                 if not active.cancel_requested:
                     raise
             except Exception:
+                active.task, active.last_seq = self._unsettled[active.key]
                 try:
                     await asyncio.sleep(pause)
                 except asyncio.CancelledError:
@@ -319,4 +327,9 @@ class Runner:
 
     def _end(self, active: ActiveTask, state: TaskState, reason: str) -> "asyncio.Future[None]":
         message = agent_text(reason, active.task)
-        return self._service.emit(active, states.status_event(active.task, state, message))
+        return self._settle(active, states.status_event(active.task, state, message))
+
+    def _settle(self, active: ActiveTask, *events: states.TaskEvent) -> "asyncio.Future[None]":
+        """Emit the events that end the run, remembering the task as it was before them."""
+        self._unsettled[active.key] = (active.task, active.last_seq)
+        return self._service.emit(active, *events)
