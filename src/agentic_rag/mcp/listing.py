@@ -38,7 +38,7 @@ from agentic_rag.skills import Skill, SkillRegistry
 from agentic_rag.skills.groups import ToolGroups
 
 # Characters an output schema may take in the list before its deeper levels are cut.
-OUTPUT_BUDGET = 300
+OUTPUT_BUDGET = 250
 # Levels inlined at most (a model that refers to itself would never end).
 MAX_DEPTH = 8
 
