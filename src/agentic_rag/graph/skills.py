@@ -10,10 +10,12 @@ to `SkillError` word for word (`refusing_skill`): the A2A task fails, the MCP ca
 """
 
 import functools
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from agentic_rag.graph.errors import GraphError
 from agentic_rag.graph.namespaces import namespace, namespaces
+from agentic_rag.graph.reachability import GraphUnreachable, Reachability
 from agentic_rag.graph.results import (
     AddMemoryArguments,
     AddMemoryOutput,
@@ -53,6 +55,7 @@ from agentic_rag.graph.results import (
 )
 from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
 from agentic_rag.skills.refusals import refusing_skill
+from agentic_rag.skills.registry import Handler
 
 if TYPE_CHECKING:  # its import (graphiti_core) waits until the engine starts the graph
     from agentic_rag.graph.service import GraphService
@@ -73,8 +76,19 @@ def _positive(value: int, argument: str) -> int:
 
 
 def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
-    """Register the graph skills, which call `graph`."""
-    skill = functools.partial(refusing_skill, registry, GraphError)
+    """Register the graph skills, which call `graph`; while its database does not answer
+    they refuse with `GraphUnreachable` (reachability.py), get_status says so."""
+    refusing = functools.partial(refusing_skill, registry, GraphError)
+    reachability = Reachability(graph.settings.graph_url, graph.backend)
+
+    def skill(**options: Any) -> Callable[[Handler], Handler]:
+        register = refusing(**options)
+
+        def decorate(handler: Handler) -> Handler:
+            register(reachability.guarded(handler))
+            return handler
+
+        return decorate
 
     async def add_memory(ctx: SkillContext, args: AddMemoryArguments) -> AddMemoryOutput:
         ns = namespace(ctx.tenant, args.group_id)
@@ -343,7 +357,7 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
             )
         )
 
-    @skill(
+    @refusing(  # not guarded: it reports an unreachable database as its status
         description="Whether the graph database answers, whether an LLM is configured, and "
         "your episodes in the queue: queued, processing, done and failed per group, their LLM "
         "calls, tokens and time, and the last error.",
@@ -353,7 +367,10 @@ def add_graph_skills(registry: SkillRegistry, graph: "GraphService") -> None:
     )
     async def get_status(ctx: SkillContext, args: GetStatusArguments) -> StatusResponse:
         try:
-            message = await graph.status(ctx.tenant)
+            with reachability.call():
+                message = await graph.status(ctx.tenant)
+        except GraphUnreachable as unreachable:
+            return StatusResponse(status="error", message=str(unreachable))
         except (GraphError, SkillError):
             raise
         except Exception as exc:  # the database is down: that is the status, not a failure

@@ -89,6 +89,13 @@ class Metrics:
             ["credential_kind"],
             registry=r,
         )
+        self.rate_limits_uncounted = Counter(
+            "agentic_rag_rate_limits_uncounted",
+            "Rate limit checks skipped because their store (REDIS_URL) failed: the requests "
+            "were served without counting them, by check (credential, auth-failures).",
+            ["check"],
+            registry=r,
+        )
         self.peer_health_changes = Counter(
             "agentic_rag_peer_health_changes",
             "Peers of the agent network changing health, by the new status (healthy, unhealthy).",
@@ -154,6 +161,13 @@ def record_rate_limited(credential_kind: str) -> None:
     metrics = _CURRENT.get()
     if metrics is not None:
         metrics.child(metrics.rate_limited, credential_kind).inc()
+
+
+def record_rate_limits_uncounted(check: str) -> None:
+    """A rate limit `check` (credential, auth-failures) was skipped: its store failed."""
+    metrics = _CURRENT.get()
+    if metrics is not None:
+        metrics.child(metrics.rate_limits_uncounted, check).inc()
 
 
 def record_peer_health(status: str) -> None:
