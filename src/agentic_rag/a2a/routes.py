@@ -120,7 +120,7 @@ class A2AEndpoints:
     ) -> None:
         self._tasks, self._sessions, self._auth, self._keys = tasks, sessions, auth, keys
         self._registry, self._settings = registry, settings
-        self._outage = RepeatedFailure(log, "A2A calls: the database")
+        self._outage = RepeatedFailure(log, "A2A calls: the database", settle_seconds=1.0)
         self._cards: dict[tuple[bool, bool, int], tuple[bytes, bytes]] = {}
         self._methods: dict[str, Callable[[Request, RequestId, Any], Awaitable[Response]]] = {
             "message/send": self._send,

@@ -117,7 +117,7 @@ class Journal:
         self._slots = asyncio.Semaphore(in_flight)
         self._published: asyncio.Future[None] | None = None  # the latest batch's publication
         self._flushes: set[asyncio.Task[None]] = set()
-        self._outage = RepeatedFailure(log, "journal: writing task events")
+        self._outage = RepeatedFailure(log, "journal: writing task events", settle_seconds=1.0)
 
     def start(self) -> None:
         self._flusher = asyncio.create_task(self._run(), name="journal-flusher")

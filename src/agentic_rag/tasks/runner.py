@@ -125,7 +125,9 @@ class Runner:
         self._dropped: set[tuple[str, str]] = set()
         # Skills failing, and outcomes not stored, for want of the database: logged once per
         # outage, not once per task.
-        self._outage = RepeatedFailure(log, "tasks: running skills and storing their outcomes")
+        self._outage = RepeatedFailure(
+            log, "tasks: running skills and storing their outcomes", settle_seconds=1.0
+        )
         self._active: dict[asyncio.Task[None], ActiveTask] = {}
         # The task as it was before the events that end its run, until they are stored.
         self._unsettled: dict[tuple[str, str], tuple[Task, int]] = {}
