@@ -1,6 +1,7 @@
 """Fault injection in the agent network and the graph (issue 19, point 9): a replica killed with
-`kill -9` while it delegates a task to a peer, while it runs a plan of several steps, and while
-it extracts a graph episode. Two replicas of `agentic-rag serve` (processes with their own data
+`kill -9` while it delegates a task to a peer, the peer killed (and started again) while it runs
+a delegated task, a replica killed while it runs a plan of several steps, and while it extracts
+a graph episode. Two replicas of `agentic-rag serve` (processes with their own data
 directories) share an external PostgreSQL and a Redis server with the FalkorDB module; the peer
 of the delegations is the other replica, the graph's LLM the hosted-chat double (the one service
 these machines cannot reach). After each fault, once the cluster is healthy again: every task
