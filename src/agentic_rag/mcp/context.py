@@ -6,7 +6,8 @@ from typing import NoReturn
 
 from agentic_rag.llm.chat import Chat
 from agentic_rag.mcp.client_log import ClientLog, Level
-from agentic_rag.skills import InputRequired, ResultPart
+from agentic_rag.mcp.sampling import ClientRoots
+from agentic_rag.skills import ClientRoot, InputRequired, ResultPart
 
 # (progress, total, message): what `ServerSession.report_progress` takes.
 ReportProgress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -43,11 +44,13 @@ class McpSkillContext:
         texts: Sequence[str],
         steps: ProgressSteps,
         client_model: Chat | None = None,
+        client_roots: ClientRoots | None = None,
     ) -> None:
         self._tenant = tenant
         self._texts = list(texts)
         self._steps = steps
         self._client_model = client_model  # sampling.py: the client's model, if it offers one
+        self._client_roots = client_roots  # and its roots, if it offers them
         self.attached: list[ResultPart] = []
         # A tool call has no A2A task; each call is its own task and context.
         self._task_id = self._context_id = str(uuid.uuid4())
@@ -86,5 +89,10 @@ class McpSkillContext:
         # Content blocks of the tool's result, after the output's (content.py attached_block).
         self.attached.extend(parts)
 
-    def ask(self, question: str, missing: Sequence[str] = ()) -> NoReturn:
-        raise InputRequired(question, missing)
+    async def client_roots(self) -> list[ClientRoot] | None:
+        return None if self._client_roots is None else await self._client_roots.roots()
+
+    def ask(
+        self, question: str, missing: Sequence[str] = (), *, name: str | None = None
+    ) -> NoReturn:
+        raise InputRequired(question, missing, name)

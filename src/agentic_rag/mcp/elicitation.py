@@ -67,6 +67,8 @@ class Question:
     """The arguments the answers fill; empty for one free-text `answer`."""
     schema: dict[str, Any]
     """The form's `requestedSchema`."""
+    name: str | None = None
+    """What the skill calls the answer (`InputRequired.name`): the input request's key."""
 
 
 def question_for(skill: Skill, needed: InputRequired) -> Question | None:
@@ -74,7 +76,7 @@ def question_for(skill: Skill, needed: InputRequired) -> Question | None:
     if not needed.missing:
         answer = {"type": "string", "title": "Answer", "description": needed.question}
         schema = {"type": "object", "properties": {ANSWER: answer}, "required": [ANSWER]}
-        return Question(needed.question, (), schema)
+        return Question(needed.question, (), schema, needed.name)
     model_schema = skill.input_model.model_json_schema()
     known, defs = model_schema.get("properties", {}), model_schema.get("$defs", {})
     properties: dict[str, Any] = {}
@@ -84,17 +86,16 @@ def question_for(skill: Skill, needed: InputRequired) -> Question | None:
             return None
         properties[name] = prop
     schema = {"type": "object", "properties": properties, "required": list(needed.missing)}
-    return Question(needed.question, tuple(needed.missing), schema)
+    return Question(needed.question, tuple(needed.missing), schema, needed.name)
 
 
 def _form_field(prop: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
     """The form field of a model's field schema, or None when no form field can hold it.
 
     The spec's fields: a string, number, integer or boolean (with its default), a choice of
-    values (`enum`, with the legacy `enumNames` if given, or `oneOf` of titled `const`s) and
-    a list of choices (an array of such items, a multi-select). An Enum's `$ref` and an
-    optional field's `anyOf` with null, as pydantic writes them, are resolved first; nested
-    objects and other unions are not fields.
+    values (`enum`, or `oneOf` of titled `const`s) and a list of choices (an array of such
+    items, a multi-select). An Enum's `$ref` and an optional field's `anyOf` with null, as
+    pydantic writes them, are resolved first; nested objects and other unions are not fields.
     """
     prop = _resolved(prop, defs)
     if prop is None:
@@ -114,19 +115,7 @@ def _form_field(prop: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
     titled = prop.get("oneOf")
     if isinstance(titled, list) and all(_is_titled_const(o) for o in titled):
         kept["oneOf"] = titled
-    names, values = prop.get("enumNames"), prop.get("enum")
-    if _are_names_of(names, values):
-        kept["enumNames"] = names  # 2025-11-25's legacy titled enum: a title per value
     return kept
-
-
-def _are_names_of(names: Any, values: Any) -> bool:
-    return (
-        isinstance(names, list)
-        and isinstance(values, list)
-        and len(names) == len(values)
-        and all(isinstance(n, str) for n in names)
-    )
 
 
 def _resolved(prop: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
@@ -142,8 +131,7 @@ def _resolved(prop: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
             return None
         schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
     options = schema.get("anyOf")
-    # Titled `const`s are a multi-select's choices, not a union.
-    if isinstance(options, list) and not all(_is_titled_const(o) for o in options):
+    if isinstance(options, list):
         values = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
         if len(values) != 1:
             return None  # a real union: no one field can hold it
@@ -213,6 +201,7 @@ class _State(BaseModel):
     fields: list[str]
     message: str
     rounds: int
+    name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -221,6 +210,7 @@ class Round:
     fields: tuple[str, ...]
     message: str
     rounds: int
+    name: str | None = None
 
 
 def encode_state(tool: str, gathered: Gathered, question: Question, rounds: int) -> str:
@@ -231,6 +221,7 @@ def encode_state(tool: str, gathered: Gathered, question: Question, rounds: int)
         fields=list(question.fields),
         message=question.message,
         rounds=rounds,
+        name=question.name,
     ).model_dump_json()
 
 
@@ -246,5 +237,9 @@ def decode_state(raw: str, tool: str) -> Round:
             types.INVALID_PARAMS, f"requestState was issued for tool {state.tool!r}, not {tool!r}"
         )
     return Round(
-        Gathered(state.arguments, state.texts), tuple(state.fields), state.message, state.rounds
+        Gathered(state.arguments, state.texts),
+        tuple(state.fields),
+        state.message,
+        state.rounds,
+        state.name,
     )

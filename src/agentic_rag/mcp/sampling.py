@@ -17,6 +17,11 @@ A skill uses it only when the call asks for it (knowledge/skills.py: `use_client
 - A handshake-era client over stateless HTTP has no back channel, and a client that did not
   declare `sampling` offers no model: `client_model` is None and answers quote.
 
+The client's roots (`SkillContext.client_roots`, when the client declared `roots`) are asked
+the same way: a `roots/list` request over the connection, or in 2026-07-28 an input request
+(`roots`) of the round, beside the model's requests and a question the skill asked meanwhile
+(server.py), the reply kept in the state like the model's.
+
 Calls that run as tasks of the engine (resumable skills, MCP tasks) run apart from the request,
 where no reply could come back: their skills see no client model.
 
@@ -30,7 +35,7 @@ import contextlib
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn, Protocol
 
 import anyio
 import mcp.types as types
@@ -42,7 +47,10 @@ from pydantic import BaseModel, ValidationError
 from agentic_rag.llm.chat import Chat, LLMError
 from agentic_rag.mcp.access import Context
 from agentic_rag.mcp.elicitation import Gathered
-from agentic_rag.skills import InputRequired
+from agentic_rag.skills import ClientRoot, InputRequired
+
+ROOTS_KEY = "roots"
+"""The key of the `roots/list` request an `InputRequiredResult` carries."""
 
 SAMPLE_KEY = "sample"
 """The keys of the sampling requests an `InputRequiredResult` carries: sample-1, sample-2, ..."""
@@ -103,6 +111,28 @@ def reply_text(result: types.CreateMessageResult) -> str:
     return "\n".join(texts)
 
 
+def roots_of(result: types.ListRootsResult) -> list[ClientRoot]:
+    return [ClientRoot(str(root.uri), root.name) for root in result.roots]
+
+
+class SessionRoots:
+    """The client's roots asked over the connection, while the call runs (2025-11-25)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    async def roots(self) -> list[ClientRoot]:
+        try:
+            result = await self._ctx.session.send_request(
+                types.ListRootsRequest(),
+                types.ListRootsResult,
+                metadata=ServerMessageMetadata(related_request_id=self._ctx.request_id),
+            )
+        except MCPError as exc:
+            raise LLMError(f"the client did not list its roots: {exc.message}") from None
+        return roots_of(result)
+
+
 class SessionModel:
     """The client's model asked over the connection, while the call runs (2025-11-25)."""
 
@@ -135,9 +165,10 @@ class ReplayedModel:
     `SamplingNeeded` for a request none of them answered, once the requests made meanwhile
     are in `asked` too (by digest)."""
 
-    def __init__(self, replies: dict[str, str]) -> None:
-        self._replies = replies
+    def __init__(self, replies: dict[str, str], roots: list[ClientRoot] | None = None) -> None:
+        self._replies, self._roots = replies, roots
         self.asked: dict[str, types.CreateMessageRequestParams] = {}
+        self.roots_asked = False
 
     async def complete(
         self,
@@ -151,11 +182,32 @@ class ReplayedModel:
         if key in self._replies:
             return self._replies[key]
         self.asked[key] = params
+        await self._gathered()
+
+    async def roots(self) -> list[ClientRoot]:
+        """The client's roots an earlier round brought, or `SamplingNeeded` (asked with the
+        round's other requests)."""
+        if self._roots is not None:
+            return list(self._roots)
+        self.roots_asked = True
+        await self._gathered()
+
+    @property
+    def pending(self) -> int:
+        return len(self.asked) + self.roots_asked
+
+    async def _gathered(self) -> NoReturn:
         while True:  # until the skill's concurrent steps have asked what they will
-            seen = len(self.asked)
+            seen = self.pending
             await anyio.sleep(GATHER_SECONDS)
-            if len(self.asked) == seen:
-                raise SamplingNeeded(f"the client's model must answer {len(self.asked)} requests")
+            if self.pending == seen:
+                raise SamplingNeeded(f"the client must answer {self.pending} requests")
+
+
+class ClientRoots(Protocol):
+    async def roots(self) -> list[ClientRoot]:
+        """The client's roots; LLMError (a `SkillError`) when it cannot list them."""
+        ...
 
 
 class _State(BaseModel):
@@ -169,7 +221,10 @@ class _State(BaseModel):
     texts: list[str] = []
     rounds: int = 0
     elicitation: str | None = None
-    """The elicitation's own state, when the last round asked a question instead."""
+    """The elicitation's own state, when the last round asked a question too."""
+    roots: list[ClientRoot] | None = None
+    """The client's roots, once a round brought them."""
+    roots_pending: bool = False
 
 
 @dataclass
@@ -177,8 +232,11 @@ class CallSampling:
     """The sampling of one `tools/call` round: its client model, and its part of the state."""
 
     model: Chat | None
+    roots: ClientRoots | None = None
     replayed: ReplayedModel | None = None
     replies: dict[str, str] = field(default_factory=dict)
+    known_roots: list[ClientRoot] | None = None
+    """The client's roots an earlier round brought."""
     request_state: str | None = None
     """What is left of the incoming `requestState` for elicitation (None: nothing)."""
     resumed: tuple[Gathered, int] | None = None
@@ -190,6 +248,7 @@ class CallSampling:
         raw = params.request_state
         state = _decode(raw) if raw is not None and raw.startswith(_PREFIX) else None
         replies = dict(state.replies) if state is not None else {}
+        known_roots = state.roots if state is not None else None
         responses = params.input_responses or {}
         for key, pending in (state.pending if state is not None else {}).items():
             answer = responses.get(key)
@@ -197,47 +256,74 @@ class CallSampling:
             if isinstance(answer, types.CreateMessageResult):
                 with contextlib.suppress(LLMError):
                     replies[pending] = reply_text(answer)
+        listed = responses.get(ROOTS_KEY)
+        if state is not None and state.roots_pending and isinstance(listed, types.ListRootsResult):
+            known_roots = roots_of(listed)
         capabilities = ctx.session.client_capabilities
         offered = capabilities is not None and capabilities.sampling is not None
+        rooted = capabilities is not None and capabilities.roots is not None
         model: Chat | None = None
+        roots: ClientRoots | None = None
         replayed = None
-        if offered and modern:
-            model = replayed = ReplayedModel(replies)
-        elif offered and ctx.session.can_send_request:
-            model = SessionModel(ctx)
+        if modern:
+            replayed = ReplayedModel(replies, known_roots)
+            model = replayed if offered else None
+            roots = replayed if rooted else None
+        elif ctx.session.can_send_request:
+            model = SessionModel(ctx) if offered else None
+            roots = SessionRoots(ctx) if rooted else None
         if state is None:
-            return cls(model, replayed, replies, raw)
+            return cls(model, roots, replayed, replies, known_roots, raw)
         resumed = None
-        if state.pending:
+        if state.pending or state.roots_pending:
             resumed = (Gathered(state.arguments, state.texts), state.rounds)
-        return cls(model, replayed, replies, state.elicitation, resumed)
+        return cls(model, roots, replayed, replies, known_roots, state.elicitation, resumed)
 
-    def input_required(self, gathered: Gathered, rounds: int) -> types.InputRequiredResult:
-        """The round's answer when the skill raised `SamplingNeeded`: what it asked, and the
-        state to come back with."""
-        assert self.replayed is not None  # only a replayed model raises SamplingNeeded
-        asked = {f"{SAMPLE_KEY}-{n}": k for n, k in enumerate(self.replayed.asked, start=1)}
+    def input_required(
+        self, gathered: Gathered, rounds: int, asked: types.InputRequiredResult | None = None
+    ) -> types.InputRequiredResult:
+        """The round's answer when the skill needs its client: what it asked the client's
+        model and for its roots, and `asked`, the question it asked meanwhile (an elicitation's
+        result with that state), all in one round; and the state to come back with."""
+        replayed = self.replayed
+        samples = dict[str, str]()
+        if replayed is not None:
+            samples = {f"{SAMPLE_KEY}-{n}": k for n, k in enumerate(replayed.asked, start=1)}
+        roots_pending = replayed is not None and replayed.roots_asked
+        requests: dict[str, types.InputRequest] = {}
+        if replayed is not None:
+            for key, digest_ in samples.items():
+                requests[key] = types.CreateMessageRequest(params=replayed.asked[digest_])
+        if roots_pending:
+            requests[ROOTS_KEY] = types.ListRootsRequest(params=types.RequestParams())
+        if asked is not None:
+            if not requests:
+                return self.carried(asked)
+            requests.update(asked.input_requests or {})
         state = _State(
             replies=self.replies,
-            pending=asked,
+            pending=samples,
             arguments=gathered.arguments,
             texts=gathered.texts,
             rounds=rounds,
+            elicitation=asked.request_state if asked is not None else None,
+            roots=self.known_roots,
+            roots_pending=roots_pending,
         )
         return types.InputRequiredResult(
-            input_requests={
-                key: types.CreateMessageRequest(params=self.replayed.asked[digest])
-                for key, digest in asked.items()
-            },
-            request_state=_PREFIX + state.model_dump_json(),
+            input_requests=requests, request_state=_PREFIX + state.model_dump_json()
         )
 
     def carried[R: types.CallToolResult | types.InputRequiredResult](self, result: R) -> R:
-        """An elicitation's `InputRequiredResult` that keeps the replies gathered so far (what
-        the call gathered is in the elicitation's own state)."""
-        if not self.replies or not isinstance(result, types.InputRequiredResult):
+        """An elicitation's `InputRequiredResult` that keeps the replies and roots gathered so
+        far (what the call gathered is in the elicitation's own state)."""
+        if not isinstance(result, types.InputRequiredResult):
             return result
-        state = _State(replies=self.replies, elicitation=result.request_state)
+        if not self.replies and self.known_roots is None:
+            return result
+        state = _State(
+            replies=self.replies, elicitation=result.request_state, roots=self.known_roots
+        )
         return result.model_copy(update={"request_state": _PREFIX + state.model_dump_json()})
 
 

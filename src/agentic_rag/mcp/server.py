@@ -25,7 +25,6 @@ from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
-from agentic_rag.llm.chat import Chat
 from agentic_rag.mcp.access import Context, PrincipalFor, require
 from agentic_rag.mcp.calls import (
     ArgumentsError,
@@ -69,7 +68,7 @@ log = logging.getLogger(__name__)
 # Answers one call may collect before it gives up: a skill that keeps asking is a bug.
 MAX_ROUNDS = 10
 
-# The key of the one elicitation an InputRequiredResult carries.
+# The key of a skill's question in an InputRequiredResult, unless the skill names it.
 INPUT_KEY = "input"
 
 # How long a 2026-07-28 client may reuse a list or a read (`ttlMs`), and whether a shared
@@ -94,11 +93,10 @@ def elicitation_channel(ctx: Context) -> Channel | str:
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     if not modern and not ctx.session.can_send_request:
         # Handshake-era elicitation is a request to the client, whose answer comes back on a
-        # session; a stateless HTTP request has none (and sees no capabilities: no initialize).
+        # session; stateless HTTP has none (and sees no capabilities: no initialize).
         return (
             f"the client speaks MCP {ctx.protocol_version}, whose elicitation needs a session, "
-            "and this request came without one (a client that initializes gets one from a "
-            "server of one worker; clients on 2026-07-28 can always be asked)"
+            "and this server is stateless (clients on 2026-07-28 can be asked)"
         )
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
@@ -132,6 +130,24 @@ def unaskable(
             data=data.model_dump(by_alias=True, mode="json", exclude_none=True),
         )
     return tool_error(text)
+
+
+def modelless(ctx: Context, tool: str) -> types.CallToolResult:
+    """The answer to a call of a skill that needs the client's model when the client offers
+    none: a 2026-07-28 request that did not declare `sampling` is refused with
+    `MissingRequiredClientCapabilityError` (HTTP 400); other clients get an `isError` result."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        required = types.ClientCapabilities(sampling=types.SamplingCapability())
+        data = types.MissingRequiredClientCapabilityErrorData(required_capabilities=required)
+        raise MCPError(
+            types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"tool {tool!r} needs the client's model: declare the sampling capability",
+            data=data.model_dump(by_alias=True, mode="json", exclude_none=True),
+        )
+    return tool_error(
+        f"tool {tool!r} needs the client's model, and this client offers none here "
+        "(it did not declare sampling, or this request has no session to ask it on)"
+    )
 
 
 CallKey = tuple[str, str, types.RequestId]
@@ -220,12 +236,12 @@ class SkillTools:
         gathered, rounds = Gathered.first(skill, params.arguments or {}), 0
         # The client's model (sampling.py), and the replies it gave in earlier rounds.
         sampling = CallSampling.of(ctx, params)
-        if sampling.resumed is not None:
-            gathered, rounds = sampling.resumed
-        elif sampling.request_state is not None:
+        if skill.needs_client_model and sampling.model is None:
+            return modelless(ctx, skill.name)
+        if sampling.request_state is not None:
             # A 2026-07-28 retry: what earlier rounds gathered, plus this round's answer.
             previous = decode_state(sampling.request_state, skill.name)
-            answer = (params.input_responses or {}).get(INPUT_KEY)
+            answer = (params.input_responses or {}).get(previous.name or INPUT_KEY)
             if answer is None:
                 # Not answered: the spec has the question asked again rather than an error.
                 return sampling.carried(_ask_again(skill, previous))
@@ -234,6 +250,8 @@ class SkillTools:
             except Declined as exc:
                 return tool_error(str(exc))
             rounds = previous.rounds
+        elif sampling.resumed is not None:
+            gathered, rounds = sampling.resumed
         client_log = self._levels.for_request(ctx)
         steps = ProgressSteps(ctx.session.report_progress, client_log, skill.name)
         while True:
@@ -245,7 +263,7 @@ class SkillTools:
                     )
                 else:
                     output, attached = await self._run(
-                        skill, gathered, principal.tenant, steps, sampling.model
+                        skill, gathered, principal.tenant, steps, sampling
                     )
                     result = tool_result(skill, output, attached)
                 if not result.is_error:
@@ -274,7 +292,9 @@ class SkillTools:
                     )
                 channel = elicitation_channel(ctx)
                 if channel == "input-required":
-                    return sampling.carried(_input_required(skill, gathered, question, rounds))
+                    # With what the skill asked its client meanwhile (sampling.py), in one round.
+                    asked = _input_required(skill, gathered, question, rounds)
+                    return sampling.input_required(gathered, rounds, asked)
                 if channel != "request":
                     return unaskable(ctx, skill.name, question.message, question.fields, channel)
                 try:
@@ -300,17 +320,43 @@ class SkillTools:
         gathered: Gathered,
         tenant: str,
         steps: ProgressSteps,
-        client_model: Chat | None,
+        sampling: CallSampling,
     ) -> tuple[BaseModel, list[ResultPart]]:
         """The skill's output, and the parts it attached."""
         args = validate_arguments(skill, gathered.arguments)
         # Counted like A2A's calls (docs/operations.md: agentic_rag_skill_calls_total).
         with SkillCall(skill.name, "mcp"):
-            context = McpSkillContext(tenant, gathered.texts, steps, client_model)
-            output = await skill.handler(context, args)
+            context = McpSkillContext(tenant, gathered.texts, steps, sampling.model, sampling.roots)
+            try:
+                output = await skill.handler(context, args)
+            except BaseExceptionGroup as group:
+                asked = _asked(group)
+                if asked is None:
+                    raise
+                raise asked from group
         if not isinstance(output, skill.output_model):
             raise TypeError(f"{skill.name} returned {type(output).__name__}, not its output model")
         return output, context.attached
+
+
+def _asked(group: BaseExceptionGroup[BaseException]) -> InputRequired | None:
+    """What a skill that asked several things at once (in a task group) asks: its question if
+    it asked one, else its client's requests (all of them are in the round: sampling.py);
+    None when something else went wrong in it."""
+    needed, rest = group.split(InputRequired)
+    if needed is None or rest is not None:
+        return None
+    asked = [e for e in _leaves(needed) if isinstance(e, InputRequired)]
+    questions = [e for e in asked if not isinstance(e, SamplingNeeded)]
+    return (questions or asked)[0]
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
 
 
 def _call_key(principal: Principal, request_id: types.RequestId) -> CallKey:
@@ -327,13 +373,13 @@ def _input_required(
         )
     )
     return types.InputRequiredResult(
-        input_requests={INPUT_KEY: ask},
+        input_requests={question.name or INPUT_KEY: ask},
         request_state=encode_state(skill.name, gathered, question, rounds),
     )
 
 
 def _ask_again(skill: Skill, previous: Round) -> types.CallToolResult | types.InputRequiredResult:
-    question = question_for(skill, InputRequired(previous.message, previous.fields))
+    question = question_for(skill, InputRequired(previous.message, previous.fields, previous.name))
     if question is None:  # the skill's arguments changed since the question was asked
         return tool_error(f"tool {skill.name!r} can no longer ask: {previous.message}")
     if previous.rounds >= MAX_ROUNDS:

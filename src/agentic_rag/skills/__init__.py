@@ -2,6 +2,7 @@
 
 from agentic_rag.skills.registry import (
     AnswerOnly,
+    ClientRoot,
     DataResult,
     FileResult,
     InputRequired,
@@ -15,6 +16,7 @@ from agentic_rag.skills.registry import (
 
 __all__ = [
     "AnswerOnly",
+    "ClientRoot",
     "DataResult",
     "FileResult",
     "InputRequired",

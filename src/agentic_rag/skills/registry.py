@@ -50,10 +50,21 @@ class InputRequired(Exception):
     message so far in `ctx.messages` and the arguments of all of them merged.
     """
 
-    def __init__(self, question: str, missing: Sequence[str] = ()) -> None:
+    def __init__(self, question: str, missing: Sequence[str] = (), name: str | None = None) -> None:
         super().__init__(question)
         self.question = question
         self.missing = tuple(missing)
+        # What the answer is called where a protocol names it (MCP: the input request's key).
+        self.name = name
+
+
+@dataclass(frozen=True)
+class ClientRoot:
+    """A directory or file the caller's client works in (MCP roots), which it lets the
+    server know of."""
+
+    uri: str
+    name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,9 +136,17 @@ class SkillContext(Protocol):
         """Hand back a result beside the output (A2A: an artifact of these parts)."""
         ...
 
-    def ask(self, question: str, missing: Sequence[str] = ()) -> NoReturn:
-        """Pause for the caller's input; never returns."""
-        raise InputRequired(question, missing)
+    async def client_roots(self) -> list[ClientRoot] | None:
+        """The roots the caller's client works in, when it offers them for this call (MCP
+        `roots/list`, while the request lasts); None otherwise (A2A, the CLI, a task)."""
+        ...
+
+    def ask(
+        self, question: str, missing: Sequence[str] = (), *, name: str | None = None
+    ) -> NoReturn:
+        """Pause for the caller's input; never returns. `name` names the answer where the
+        protocol keys it (MCP: the input request's key)."""
+        raise InputRequired(question, missing, name)
 
 
 Handler = Callable[[SkillContext, Any], Awaitable[BaseModel]]
@@ -163,6 +182,10 @@ class Skill:
     group: ToolGroup | None = None
     """The group of tools it belongs to, which a deployment and an API key select (groups.py);
     None: in every selection (help)."""
+    needs_client_model: bool = False
+    """Works only with the caller's own model (`SkillContext.client_model`): a caller that
+    offers none is refused before the skill runs (MCP 2026-07-28:
+    MissingRequiredClientCapabilityError naming `sampling`)."""
 
     def readable(self, output: BaseModel) -> str:
         if self.render is not None:
@@ -227,6 +250,7 @@ class SkillRegistry:
         file_media_types: Sequence[str] = (),
         summary: str | None = None,
         group: ToolGroup | None = None,
+        needs_client_model: bool = False,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated `async def f(ctx, args: In) -> Out` as a skill."""
 
@@ -254,6 +278,7 @@ class SkillRegistry:
                     file_media_types=tuple(file_media_types),
                     summary=summary,
                     group=group,
+                    needs_client_model=needs_client_model,
                 )
             )
             if default:

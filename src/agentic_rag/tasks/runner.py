@@ -107,8 +107,13 @@ class TaskSkillContext:
             ),
         )
 
-    def ask(self, question: str, missing: Sequence[str] = ()) -> NoReturn:
-        raise InputRequired(question, missing)
+    async def client_roots(self) -> None:
+        return None  # no caller's client to ask either
+
+    def ask(
+        self, question: str, missing: Sequence[str] = (), *, name: str | None = None
+    ) -> NoReturn:
+        raise InputRequired(question, missing, name)
 
 
 class Runner:
