@@ -432,9 +432,12 @@ class Settings(BaseSettings):
     @field_validator("mcp_tool_groups", mode="before")
     @classmethod
     def _comma_groups(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [item.strip() for item in value.split(",") if item.strip()]
-        return value
+        """A comma-separated list, or a JSON list."""
+        if not isinstance(value, str):
+            return value
+        if value.lstrip().startswith("["):
+            return _json_setting(value, list, 'knowledge,graph or a JSON list (["knowledge"])')
+        return [item.strip() for item in value.split(",") if item.strip()]
 
     @field_validator("youtube_cookies_file")
     @classmethod

@@ -43,11 +43,28 @@ def test_list_settings_take_a_comma_separated_list_or_json(
     assert getattr(Settings(), field) == read
 
 
+@pytest.mark.parametrize(
+    ("typed", "read"),
+    [
+        ("knowledge", ["knowledge"]),
+        ("knowledge, graphiti-compat", ["knowledge", "graphiti-compat"]),
+        ('["graph", "admin"]', ["graph", "admin"]),
+        ("", []),
+    ],
+)
+def test_the_tool_groups_take_a_comma_separated_list_or_json(
+    monkeypatch: pytest.MonkeyPatch, typed: str, read: list[str]
+) -> None:
+    monkeypatch.setenv("AGENTIC_RAG_MCP_TOOL_GROUPS", typed)
+    assert Settings().mcp_tool_groups == read
+
+
 BAD_SETTINGS = [
     ("AGENTIC_RAG_INGEST_ALLOW_PRIVATE", '["127.0.0.1"', "comma-separated list"),
     ("AGENTIC_RAG_PEERS_ALLOW_PRIVATE", "not a host!", "comma-separated list"),
     ("AGENTIC_RAG_UPSTREAM_MCP", "graphiti", "a JSON list"),
     ("AGENTIC_RAG_PEER_CREDENTIALS", "Bearer secret-token", "a JSON object"),
+    ("AGENTIC_RAG_MCP_TOOL_GROUPS", "knowledge,search", "'graphiti-compat' or 'upstream'"),
 ]
 # Each command with the first bad setting, and serve with each of them.
 CASES = [
