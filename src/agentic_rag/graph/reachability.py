@@ -32,11 +32,12 @@ log = logging.getLogger(__name__)
 DRIVER_LOGGER = "graphiti_core.driver.falkordb_driver"
 DRIVER_QUERY_ERROR = "Error executing FalkorDB query"
 
+# The FalkorDB client's (redis-py's) errors of a connection, and a socket's it lets through;
+# not any TimeoutError: an extraction waiting for the client's model raises one.
 _UNREACHABLE = (
     redis.exceptions.ConnectionError,  # refused, reset, closed (and a failed AUTH)
     redis.exceptions.TimeoutError,
-    OSError,
-    TimeoutError,
+    ConnectionError,
 )
 
 

@@ -86,7 +86,9 @@ class RateLimiter:
         key = f"{principal.method}:{principal.tenant}:{principal.subject}"
         for item in self._items(principal.tenant):
             counted = await self._counted("credential", self._limiter.hit, item, key)
-            if counted is False:
+            if counted is None:  # Redis fails: served uncounted
+                return None
+            if not counted:
                 return await self._retry_after(item, "credential", key)
         return None
 
