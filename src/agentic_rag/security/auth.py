@@ -25,8 +25,9 @@ from agentic_rag.security.tokens import InvalidToken, JWTVerifier
 AUTHENTICATION_REQUIRED = -32010
 FORBIDDEN = -32011
 RATE_LIMITED = -32012
-# JSON-RPC's internal error, for a check that could not run: the database or Redis it reads
-# is unreachable (an outage); the client may retry.
+# JSON-RPC's internal error, for a check that could not run: the database it reads is
+# unreachable (an outage); the client may retry. (Redis failing only stops the rate limits'
+# counting: ratelimit.py.)
 UNAVAILABLE = -32603
 UNAVAILABLE_RETRY_SECONDS = 1
 
@@ -124,8 +125,8 @@ class Authenticator:
         return {"WWW-Authenticate": value}
 
     async def authenticate(self, scope: Scope) -> Principal:
-        """The caller's principal; AuthFailure to refuse it, or when the stores the checks
-        read (the database, Redis) cannot be reached: 503, never an unanswered exception."""
+        """The caller's principal; AuthFailure to refuse it, or when the database the checks
+        read cannot be reached: 503, never an unanswered exception."""
         try:
             principal = await self._authenticate(scope)
         except AuthFailure:
