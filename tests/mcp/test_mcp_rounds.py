@@ -1,0 +1,175 @@
+"""MCP 2026-07-28 multi round-trip requests beyond one question a round (issue 20, point 4): a
+skill that needs the client's model, a question that names its answer, the client's roots, and
+several requests in one `InputRequiredResult`.
+
+The server is the product's app over a real PostgreSQL with the test's skills; the clients are
+the official SDK's at 2026-07-28, whose callbacks play the client's model, its user and its
+roots.
+"""
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, Field
+
+from agentic_rag.skills import ClientRoot, SkillContext, SkillRegistry
+from tests.support.databases import new_database
+from tests.support.live import LiveServer, live_server
+from tests.support.mcp import Elicitations, mcp_url
+
+ROOT = types.Root(uri="file:///work/notes", name="notes")
+MODEL = "test-client-model"
+
+
+class Nothing(BaseModel):
+    pass
+
+
+class Name(BaseModel):
+    name: str = Field(default="", description="Your name")
+
+
+class Said(BaseModel):
+    text: str
+
+
+def listed(roots: list[ClientRoot] | None) -> str:
+    return "no roots" if roots is None else ", ".join(f"{r.name}={r.uri}" for r in roots)
+
+
+def rounds_registry() -> SkillRegistry:
+    registry = SkillRegistry()
+
+    @registry.skill(description="Greets with the client's model.", needs_client_model=True)
+    async def greet(ctx: SkillContext, args: Nothing) -> Said:
+        assert ctx.client_model is not None
+        reply = await ctx.client_model.complete([{"role": "user", "content": "Greet me"}])
+        return Said(text=reply)
+
+    @registry.skill(description="Asks a name under its own key.")
+    async def named(ctx: SkillContext, args: Name) -> Said:
+        if not args.name:
+            ctx.ask("What is your name?", ["name"], name="user_name")
+        return Said(text=f"Hello, {args.name}!")
+
+    @registry.skill(description="Lists the client's roots.")
+    async def roots(ctx: SkillContext, args: Nothing) -> Said:
+        return Said(text=listed(await ctx.client_roots()))
+
+    @registry.skill(description="Asks a name, the client's model and its roots at once.")
+    async def everything(ctx: SkillContext, args: Name) -> Said:
+        model = ctx.client_model
+        assert model is not None
+        found: dict[str, Any] = {}
+
+        async def greeting() -> None:
+            found["greeting"] = await model.complete([{"role": "user", "content": "Greet me"}])
+
+        async def client_roots() -> None:
+            found["roots"] = await ctx.client_roots()
+
+        async def name() -> None:
+            if not args.name:
+                ctx.ask("What is your name?", ["name"], name="user_name")
+
+        async with anyio.create_task_group() as group:
+            for step in (greeting, client_roots, name):
+                group.start_soon(step)
+        return Said(text=f"{found['greeting']} {args.name} ({listed(found['roots'])})")
+
+    return registry
+
+
+async def model(
+    context: ClientRequestContext | None, params: types.CreateMessageRequestParams
+) -> types.CreateMessageResult:
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text="Good day"), model=MODEL
+    )
+
+
+async def client_roots(context: ClientRequestContext | None) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[ROOT])
+
+
+@pytest.fixture(scope="module")
+async def server(
+    postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[LiveServer]:
+    with live_server(
+        rounds_registry(),
+        database_url=await new_database(postgres_dsn),
+        data_dir=tmp_path_factory.mktemp("rounds"),
+    ) as live:
+        yield live
+
+
+async def test_a_skill_that_needs_the_clients_model_refuses_a_client_without_sampling(
+    server: LiveServer,
+) -> None:
+    async with Client(mcp_url(server)) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("greet", {})
+    assert refused.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    data = refused.value.error.data
+    assert isinstance(data, dict) and "sampling" in data["requiredCapabilities"]
+
+
+async def test_a_skill_that_needs_the_clients_model_runs_with_it(server: LiveServer) -> None:
+    async with Client(mcp_url(server), sampling_callback=model) as client:
+        result = await client.call_tool("greet", {})
+    assert result.structured_content == {"text": "Good day"}
+
+
+async def test_a_question_is_asked_under_the_name_the_skill_gave_it(server: LiveServer) -> None:
+    users = Elicitations({"name": "Alice"})
+    async with Client(mcp_url(server), elicitation_callback=users) as client:
+        first = await client.session.call_tool("named", {}, allow_input_required=True)
+        answered = await client.call_tool("named", {})
+    assert isinstance(first, types.InputRequiredResult)
+    assert list(first.input_requests or {}) == ["user_name"]
+    assert answered.structured_content == {"text": "Hello, Alice!"}
+
+
+async def test_the_clients_roots_come_in_a_round_of_their_own(server: LiveServer) -> None:
+    async with Client(mcp_url(server), list_roots_callback=client_roots) as client:
+        first = await client.session.call_tool("roots", {}, allow_input_required=True)
+        answered = await client.call_tool("roots", {})
+    assert isinstance(first, types.InputRequiredResult)
+    assert first.input_requests is not None
+    assert [r.method for r in first.input_requests.values()] == ["roots/list"]
+    assert answered.structured_content == {"text": "notes=file:///work/notes"}
+
+
+async def test_a_client_without_roots_offers_none(server: LiveServer) -> None:
+    async with Client(mcp_url(server)) as client:
+        result = await client.call_tool("roots", {})
+    assert result.structured_content == {"text": "no roots"}
+
+
+async def test_requests_made_at_once_share_one_round(server: LiveServer) -> None:
+    users = Elicitations({"name": "Alice"})
+    options: dict[str, Any] = {
+        "sampling_callback": model,
+        "list_roots_callback": client_roots,
+        "elicitation_callback": users,
+    }
+    async with Client(mcp_url(server), **options) as client:
+        first = await client.session.call_tool("everything", {}, allow_input_required=True)
+        answered = await client.call_tool("everything", {})
+    assert isinstance(first, types.InputRequiredResult)
+    assert first.input_requests is not None
+    methods = {key: request.method for key, request in first.input_requests.items()}
+    assert methods == {
+        "user_name": "elicitation/create",
+        "sample-1": "sampling/createMessage",
+        "roots": "roots/list",
+    }
+    assert answered.structured_content == {"text": "Good day Alice (notes=file:///work/notes)"}
+    assert len(users.asked) == 1  # the question was asked once, in the one round
