@@ -46,6 +46,7 @@ STEP_SECONDS = 0.05  # the suite's "~50ms" between a tool's notifications
 TEXT_RESOURCE = "test://static-text"
 BINARY_RESOURCE = "test://static-binary"
 WATCHED_RESOURCE = "test://watched-resource"
+FIXTURE_URIS = frozenset({TEXT_RESOURCE, BINARY_RESOURCE, WATCHED_RESOURCE})
 TEMPLATE = "test://template/{id}/data"
 TEMPLATE_PREFIX, TEMPLATE_SUFFIX = "test://template/", "/data"
 
@@ -80,6 +81,46 @@ class DefaultsInput(BaseModel):
     score: float = 95.5
     status: Literal["active", "inactive", "pending"] = "active"
     verified: bool = True
+
+
+def _titled(*choices: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"const": value, "title": title} for value, title in choices]
+
+
+class EnumsInput(BaseModel):
+    """SEP-1330: the five kinds of choice a form may offer (None: not chosen yet)."""
+
+    untitled_single: Literal["option1", "option2", "option3"] | None = Field(
+        default=None, alias="untitledSingle", title="Untitled single choice"
+    )
+    titled_single: str | None = Field(
+        default=None,
+        alias="titledSingle",
+        title="Titled single choice",
+        json_schema_extra={
+            "oneOf": _titled(("value1", "First Option"), ("value2", "Second Option"))
+        },
+    )
+    legacy_enum: str | None = Field(
+        default=None,
+        alias="legacyEnum",
+        title="Legacy titled choice",
+        json_schema_extra={
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+    )
+    untitled_multi: list[Literal["option1", "option2", "option3"]] | None = Field(
+        default=None, alias="untitledMulti", title="Untitled choices"
+    )
+    titled_multi: list[str] | None = Field(
+        default=None,
+        alias="titledMulti",
+        title="Titled choices",
+        json_schema_extra={
+            "items": {"anyOf": _titled(("value1", "First Choice"), ("value2", "Second Choice"))}
+        },
+    )
 
 
 class NameInput(BaseModel):
@@ -177,6 +218,14 @@ def add_fixture_skills(registry: SkillRegistry) -> None:
         content = args.model_dump()
         return Reply(text=f"Elicitation completed: action=accept, content={json.dumps(content)}")
 
+    @skill("Asks the user to choose from the five kinds of choice (elicitation-sep1330-enums).")
+    async def test_elicitation_sep1330_enums(ctx: SkillContext, args: EnumsInput) -> Reply:
+        chosen = args.model_dump(by_alias=True)
+        unchosen = [name for name, value in chosen.items() if value is None]
+        if unchosen:
+            ctx.ask("Please select options from the enum fields", unchosen)
+        return Reply(text=f"Elicitation completed: action=accept, content={json.dumps(chosen)}")
+
     async def sample(ctx: SkillContext, prompt: str) -> Reply:
         model = ctx.client_model
         if model is None:
@@ -204,7 +253,7 @@ def add_fixture_skills(registry: SkillRegistry) -> None:
     @skill("Asks for a name, then greets (input-required-result-basic-elicitation).")
     async def test_input_required_result_elicitation(ctx: SkillContext, args: NameInput) -> Reply:
         if not args.name:
-            ctx.ask("What is your name?", ["name"])
+            ctx.ask("What is your name?", ["name"], name="user_name")
         return Reply(text=f"Hello, {args.name}!")
 
     async def confirm(ctx: SkillContext, args: ConfirmInput) -> Reply:
@@ -232,7 +281,7 @@ def add_fixture_skills(registry: SkillRegistry) -> None:
     @skill("Asks the user a question (server-stateless: no requests on the response stream).")
     async def test_streaming_elicitation(ctx: SkillContext, args: NameInput) -> Reply:
         if not args.name:
-            ctx.ask("What is your name?", ["name"], name="user_name")
+            ctx.ask("What is your name?", ["name"])
         return Reply(text=f"Hello, {args.name}!")
 
     @skill("Logs while it runs (server-stateless: no log lines unless _meta asks for them).")
@@ -255,10 +304,36 @@ class FixtureResources:
         server.add_request_handler(
             "resources/list", types.PaginatedRequestParams, self.list_resources
         )
+        # Served where the product offers subscriptions (HTTP sessions: one worker).
+        for method, params in (
+            ("resources/subscribe", types.SubscribeRequestParams),
+            ("resources/unsubscribe", types.UnsubscribeRequestParams),
+        ):
+            product = server.get_request_handler(method)
+            if product is not None:
+                server.add_request_handler(method, params, self._subscription(product))
         server.add_request_handler(
             "resources/templates/list", types.PaginatedRequestParams, self.list_templates
         )
         server.add_request_handler("resources/read", types.ReadResourceRequestParams, self.read)
+
+    def _subscription(self, product: HandlerEntry[Any]) -> Any:
+        """The product's (un)subscribe handler, which first records the suite's own URIs:
+        their content never changes, so there is nothing to notify."""
+
+        async def handle(
+            ctx: Any, params: types.SubscribeRequestParams | types.UnsubscribeRequestParams
+        ) -> types.EmptyResult:
+            if params.uri not in FIXTURE_URIS:
+                result: types.EmptyResult = await product.handler(ctx, params)
+                return result
+            if isinstance(params, types.SubscribeRequestParams):
+                self.subscribed.add(params.uri)
+            else:
+                self.subscribed.discard(params.uri)
+            return types.EmptyResult()
+
+        return handle
 
     async def list_resources(
         self, ctx: Any, params: types.PaginatedRequestParams | None

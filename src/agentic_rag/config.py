@@ -311,6 +311,12 @@ class Settings(BaseSettings):
         "(knowledge, ingest, graph, network, admin, graphiti-compat, upstream); empty: every "
         "group but graphiti-compat (Graphiti's older tool names). An API key's groups narrow it.",
     )
+    mcp_sessions: bool = Field(
+        True,
+        description="Give MCP clients of 2025-11-25 that initialize a session (Mcp-Session-Id), "
+        "for elicitation, sampling and resources/subscribe; only with one worker. Behind a load "
+        "balancer of several replicas, route by Mcp-Session-Id or set false.",
+    )
 
     peers_allow_private: HostList = Field(
         default_factory=list,

@@ -154,16 +154,51 @@ async def ingest_text(client: Client, text: str, title: str) -> str:
 # -- logging ------------------------------------------------------------------------------
 
 
-async def test_http_declares_logging_and_completions_but_no_subscriptions(
+async def test_http_declares_logging_completions_and_subscriptions(
     server: LiveServer, keys: dict[str, str]
 ) -> None:
     async with http_client(server, keys["other"]) as client:
         capabilities = client.server_capabilities
     assert capabilities.logging is not None
     assert capabilities.completions is not None
-    # Stateless HTTP has no connection to notify between requests (stdio has: below).
-    assert capabilities.resources is not None and not capabilities.resources.subscribe
+    # A session (one worker) is a connection to notify between requests.
+    assert capabilities.resources is not None and capabilities.resources.subscribe
     assert capabilities.tasks is not None and capabilities.tasks.list is not None
+
+
+async def test_http_session_subscriptions_hear_a_reingested_document(
+    server: LiveServer, keys: dict[str, str], site: Site
+) -> None:
+    tides = f"{site.url}/tides"
+    site.text = "Version three of the tide table: high water at two."
+    mine, theirs = Notified(), Notified()
+    async with (
+        http_client(server, keys["local"]) as worker,
+        http_client(server, keys["local"], message_handler=mine) as subscriber,
+        http_client(server, keys["other"], message_handler=theirs) as other,
+    ):
+        first = await worker.call_tool("ingest_url", {"url": tides, "depth": 0})
+        assert first.structured_content is not None, first
+        uri = document_uri(first.structured_content["documents"][0]["document_id"])
+        await subscriber.subscribe_resource(uri)
+        # Another tenant cannot subscribe to it: to that tenant it does not exist.
+        with pytest.raises(MCPError) as foreign:
+            await other.subscribe_resource(uri)
+        site.text = "Version four of the tide table: high water at three."
+        changed = await worker.call_tool("ingest_url", {"url": tides, "depth": 0})
+        assert changed.structured_content is not None, changed
+        await until(lambda: mine.updated == [uri])
+        pier = await ingest_text(worker, "A flag on the pier marks high water.", "Pier")
+        await subscriber.subscribe_resource(document_uri(pier))
+        await subscriber.unsubscribe_resource(uri)
+        site.text = "Version five of the tide table: high water at four."
+        await worker.call_tool("ingest_url", {"url": tides, "depth": 0})
+        # Told after the re-ingest above: had the unsubscribed one come, it would be first.
+        await worker.call_tool("delete_document", {"document_id": pier})
+        await until(lambda: len(mine.updated) == 2)
+    assert mine.updated == [uri, document_uri(pier)]
+    assert foreign.value.code == types.INVALID_PARAMS
+    assert theirs.updated == [] and theirs.list_changed == 0
 
 
 async def test_log_lines_come_at_the_level_the_client_set(

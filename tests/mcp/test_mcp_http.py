@@ -240,13 +240,31 @@ async def test_without_elicitation_the_error_says_what_is_missing(sut: LiveServe
     )
 
 
-async def test_a_handshake_era_client_is_told_why_it_cannot_be_asked(sut: LiveServer) -> None:
-    elicit = Elicitations({"answer": "never asked"})
+async def test_a_handshake_era_client_is_asked_in_its_session(sut: LiveServer) -> None:
+    elicit = Elicitations({"answer": "in my session"})
     async with Client(mcp_url(sut), mode="legacy", elicitation_callback=elicit) as client:
         assert client.protocol_version == "2025-11-25"
         result = await client.call_tool("script", {"text": "ask"})
-    assert result.is_error and not elicit.asked
-    assert "whose elicitation needs a session, and this server is stateless" in text_of(result)
+    assert [q.message for q in elicit.asked] == ["What should I answer? Reply on this task."]
+    assert not result.is_error and text_of(result) == "you said: in my session"
+
+
+async def test_a_handshake_era_request_without_a_session_is_told_why_it_cannot_be_asked(
+    sut: LiveServer,
+) -> None:
+    headers, body = legacy_call("ask")
+    async with httpx.AsyncClient() as http:
+        response = await http.post(
+            mcp_url(sut),
+            content=body,
+            headers={**headers, "Accept": JSON_ONLY, "Content-Type": "application/json"},
+        )
+    result = response.json()["result"]
+    assert result["isError"]
+    assert (
+        "whose elicitation needs a session, and this request came without one"
+        in (result["content"][0]["text"])
+    )
 
 
 async def test_a_skill_failure_is_an_error_result(sut: LiveServer) -> None:
@@ -573,8 +591,10 @@ async def test_an_mcp_name_that_differs_from_the_body_is_still_refused(sut: Live
 async def test_the_transport_logs_its_start_once_and_nothing_per_request(
     database_url: str, data_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Two session managers (SSE and JSON) start, and stateless requests have no session: the
-    SDK's start lines and its `Terminating session: None` after every request say nothing."""
+    """Session managers (stateless and with sessions, SSE and JSON) start, stateless requests
+    have no session, and sessions are clients connecting: the SDK's start lines, its
+    `Terminating session: None` after every request and a session's opening and end say
+    nothing the access log does not."""
     with (
         caplog.at_level(logging.INFO),
         live_server(conformance_registry(), database_url=database_url, data_dir=data_dir) as s,
@@ -582,17 +602,26 @@ async def test_the_transport_logs_its_start_once_and_nothing_per_request(
         async with Client(mcp_url(s), mode="legacy") as legacy, Client(mcp_url(s)) as modern:
             await legacy.call_tool("script", {"text": "one"})
             await modern.call_tool("script", {"text": "two"})
-        with caplog.at_level(logging.DEBUG, logger="mcp.server.streamable_http"):
+        with (
+            caplog.at_level(logging.DEBUG, logger="mcp.server.streamable_http"),
+            caplog.at_level(logging.DEBUG, logger="mcp.server.streamable_http_manager"),
+        ):
             async with Client(mcp_url(s), mode="legacy") as legacy:
                 await legacy.call_tool("script", {"text": "three"})
+            headers, body = legacy_call("four")  # without a session: stateless
+            async with httpx.AsyncClient() as http:
+                await http.post(mcp_url(s), content=body, headers={**headers, "Accept": BOTH})
     lines = [(r.levelno, r.getMessage()) for r in caplog.records]
-    info = [message for level, message in lines if level >= logging.INFO]
-    assert [m for m in info if "session manager" in m] == [
-        "MCP session managers started: stateless Streamable HTTP at /mcp"
+    server = [r for r in caplog.records if not r.name.startswith(("mcp.client", "httpx"))]
+    info = [r.getMessage() for r in server if r.levelno >= logging.INFO]
+    assert [m for m in info if "session" in m.lower() or m.startswith("MCP at")] == [
+        "MCP at /mcp: Streamable HTTP, stateless, with sessions for 2025-11-25 clients that "
+        "initialize (elicitation, sampling, subscriptions)"
     ]
-    assert not [m for m in info if "Terminating session" in m]
-    # Demoted, not dropped: asked for DEBUG, the SDK's line is there.
+    # Demoted, not dropped: asked for DEBUG, the SDK's lines are there.
     assert (logging.DEBUG, "Terminating session: None") in lines
+    for line in ("Created new transport with session ID: ", "Terminating session: "):
+        assert [m for level, m in lines if level == logging.DEBUG and m.startswith(line)]
 
 
 # -- a GET from a browser -----------------------------------------------------------------

@@ -93,9 +93,10 @@ def _form_field(prop: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
     """The form field of a model's field schema, or None when no form field can hold it.
 
     The spec's fields: a string, number, integer or boolean (with its default), a choice of
-    values (`enum`, or `oneOf` of titled `const`s) and a list of choices (an array of such
-    items, a multi-select). An Enum's `$ref` and an optional field's `anyOf` with null, as
-    pydantic writes them, are resolved first; nested objects and other unions are not fields.
+    values (`enum`, with the legacy `enumNames` if given, or `oneOf` of titled `const`s) and
+    a list of choices (an array of such items, a multi-select). An Enum's `$ref` and an
+    optional field's `anyOf` with null, as pydantic writes them, are resolved first; nested
+    objects and other unions are not fields.
     """
     prop = _resolved(prop, defs)
     if prop is None:
@@ -115,7 +116,19 @@ def _form_field(prop: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
     titled = prop.get("oneOf")
     if isinstance(titled, list) and all(_is_titled_const(o) for o in titled):
         kept["oneOf"] = titled
+    names, values = prop.get("enumNames"), prop.get("enum")
+    if _are_names_of(names, values):
+        kept["enumNames"] = names  # 2025-11-25's legacy titled enum: a title per value
     return kept
+
+
+def _are_names_of(names: Any, values: Any) -> bool:
+    return (
+        isinstance(names, list)
+        and isinstance(values, list)
+        and len(names) == len(values)
+        and all(isinstance(n, str) for n in names)
+    )
 
 
 def _resolved(prop: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
@@ -131,7 +144,8 @@ def _resolved(prop: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
             return None
         schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
     options = schema.get("anyOf")
-    if isinstance(options, list):
+    # Titled `const`s are a multi-select's choices, not a union.
+    if isinstance(options, list) and not all(_is_titled_const(o) for o in options):
         values = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
         if len(values) != 1:
             return None  # a real union: no one field can hold it

@@ -1,7 +1,12 @@
-"""MCP over Streamable HTTP at `/mcp`, stateless, answering JSON or SSE as the client asks.
+"""MCP over Streamable HTTP at `/mcp`, answering JSON or SSE as the client asks.
 
-Stateless so that any worker can answer any request: no session lives in one process's
-memory. The SDK fixes the response mode per session manager, so there are two, and each
+Requests are stateless, so that any worker can answer any request; with one worker (the
+default), a 2025-11-25 client that `initialize`s gets a session (sessions.py), over which the
+server can ask it while a call runs (elicitation, sampling) and notify its subscriptions. With
+several workers a session would live in one process while the kernel spreads a client's
+requests over all of them, so none is offered: such clients are served statelessly.
+
+The SDK fixes the response mode per session manager, so there are two of each kind, and a
 request goes to the one its `Accept` header asks for: a client that accepts
 `text/event-stream` gets SSE (and with it progress notifications), one that accepts only
 `application/json` gets one JSON response.
@@ -15,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from mcp.server import Server
-from mcp.server.streamable_http import check_accept_headers
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -28,7 +34,8 @@ from agentic_rag.config import Settings
 from agentic_rag.mcp.access import principal_from_http
 from agentic_rag.mcp.request_state import sealed_by_signing_keys
 from agentic_rag.mcp.server import build_server
-from agentic_rag.mcp.subscriptions import DocumentChanges, TenantListen
+from agentic_rag.mcp.sessions import HttpSessions, buffered, opens_session, session_of
+from agentic_rag.mcp.subscriptions import DocumentChanges, DocumentSubscriptions, TenantListen
 from agentic_rag.skills import SkillRegistry
 from agentic_rag.skills.groups import ToolGroups
 from agentic_rag.storage.pool import Pool
@@ -83,12 +90,18 @@ def _is_wildcard(host: str) -> bool:
 
 
 class _ByAccept:
-    """The ASGI endpoint of `/mcp`: hands each request to the manager of the mode it accepts."""
+    """The ASGI endpoint of `/mcp`: hands each request to its session, or to the stateless
+    manager of the mode it accepts."""
 
     def __init__(
-        self, sse: StreamableHTTPSessionManager, json: StreamableHTTPSessionManager
+        self,
+        sse: StreamableHTTPSessionManager,
+        json: StreamableHTTPSessionManager,
+        sessions: HttpSessions | None,
+        max_body_bytes: int,
     ) -> None:
         self._sse, self._json = sse, json
+        self._sessions, self._max_body_bytes = sessions, max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # uvicorn's httptools parser keeps a value's surrounding whitespace, and the SDK compares
@@ -101,6 +114,19 @@ class _ByAccept:
             await _NOT_A_STREAM_CLIENT(scope, receive, send)
             return
         _, accepts_sse = check_accept_headers(request)
+        version = request.headers.get("mcp-protocol-version")
+        if self._sessions is not None and (
+            version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+        ):
+            session_id = request.headers.get(MCP_SESSION_ID_HEADER)
+            if session_id is not None:
+                await self._sessions.serve(scope, receive, send, session_id)
+                return
+            if request.method == "POST":
+                body, receive = await buffered(receive, self._max_body_bytes)
+                if opens_session(body):
+                    await self._sessions.open(scope, receive, send, accepts_sse=accepts_sse)
+                    return
         manager = self._sse if accepts_sse else self._json
         await manager.handle_request(scope, receive, send)
 
@@ -122,10 +148,12 @@ def _names_event_stream(accept: str) -> bool:
 
 
 class _StatelessNoise(logging.Filter):
-    """Demotes to DEBUG the SDK's INFO lines that say nothing about a stateless server.
+    """Demotes to DEBUG the SDK's INFO lines that say nothing a server's log needs.
 
-    There are two session managers, each announcing its start and stop, and every request's
-    transport "terminates" a session that never existed (`Terminating session: None`).
+    There are four session managers, each announcing its start and stop; every stateless
+    request's transport "terminates" a session that never existed (`Terminating session:
+    None`); and a session's opening and end are a client's connecting and leaving, which the
+    access log shows already.
     """
 
     LINES = frozenset(
@@ -135,10 +163,14 @@ class _StatelessNoise(logging.Filter):
             "Terminating session: None",
         }
     )
+    PREFIXES = ("Created new transport with session ID: ", "Terminating session: ")
     LOGGERS = ("mcp.server.streamable_http_manager", "mcp.server.streamable_http")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno != logging.INFO or record.getMessage() not in self.LINES:
+        if record.levelno != logging.INFO:
+            return True
+        message = record.getMessage()
+        if message not in self.LINES and not message.startswith(self.PREFIXES):
             return True
         record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
@@ -163,10 +195,24 @@ class McpHttp:
         `database`: whose document changes 2026-07-28 clients may listen to."""
         for name in _StatelessNoise.LOGGERS:
             logging.getLogger(name).addFilter(_STATELESS_NOISE)  # adds an instance only once
-        # Stateless: no connection outlives a request, so no `resources/subscribe`; a
-        # 2026-07-28 `subscriptions/listen` is a request whose response is the stream.
-        listen = TenantListen(principal_from_http) if knowledge is not None else None
-        self._changes = DocumentChanges(listen.changed) if listen is not None else None
+        # Sessions live in one process: with several workers, every request is stateless.
+        self.sessions_offered = settings.mcp_sessions and settings.workers == 1
+        self._why_stateless = (
+            "AGENTIC_RAG_MCP_SESSIONS is false"
+            if not settings.mcp_sessions
+            else f"a session would live in one of the {settings.workers} workers"
+        )
+        # A 2026-07-28 `subscriptions/listen` is a request whose response is the stream; a
+        # 2025-11-25 `resources/subscribe` needs a session, to notify it between requests.
+        listen = subscriptions = None
+        if knowledge is not None:
+            listen = TenantListen(principal_from_http)
+            if self.sessions_offered:
+                subscriptions = DocumentSubscriptions(
+                    knowledge, principal_from_http, session_of, list_changed=False
+                )
+        consumers = [c.changed for c in (subscriptions, listen) if c is not None]
+        self._changes = DocumentChanges(*consumers) if consumers else None
         self._database = database
         # The key of round trips' state comes from the signing keys every worker shares.
         self._keys = SigningKeys(database)
@@ -175,6 +221,7 @@ class McpHttp:
             principal_from_http,
             tasks=tasks,
             knowledge=knowledge,
+            subscriptions=subscriptions,
             listen=listen,
             request_state=sealed_by_signing_keys(self._keys, principal_from_http),
             instructions=settings.agent_description,
@@ -191,8 +238,15 @@ class McpHttp:
             )
             for json_response in (False, True)
         ]
+        self.sessions: HttpSessions | None = None
+        if self.sessions_offered:
+            self.sessions = HttpSessions(self.server, security, settings.max_body_bytes)
+            if subscriptions is not None:
+                self.sessions.on_end(subscriptions.forget)
+        sse, json = self._managers
+        endpoint = _ByAccept(sse, json, self.sessions, settings.max_body_bytes)
         # Route, not Mount: a Mount("/mcp") answers POST /mcp with a redirect to /mcp/.
-        self.app = Starlette(routes=[Route(PATH, endpoint=_ByAccept(*self._managers))])
+        self.app = Starlette(routes=[Route(PATH, endpoint=endpoint)])
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -202,7 +256,22 @@ class McpHttp:
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(sse.run())
             await stack.enter_async_context(json.run())
+            if self.sessions is not None:
+                await stack.enter_async_context(self.sessions.run())
             if self._changes is not None:
                 await stack.enter_async_context(self._changes.listening(self._database))
-            log.info("MCP session managers started: stateless Streamable HTTP at %s", PATH)
+            if self.sessions is not None:
+                log.info(
+                    "MCP at %s: Streamable HTTP, stateless, with sessions for 2025-11-25 "
+                    "clients that initialize (elicitation, sampling, subscriptions)",
+                    PATH,
+                )
+            else:
+                log.info(
+                    "MCP at %s: Streamable HTTP, stateless only (%s): 2025-11-25 clients get "
+                    "no elicitation, sampling or resources/subscribe (2026-07-28 clients get "
+                    "all of them)",
+                    PATH,
+                    self._why_stateless,
+                )
             yield

@@ -93,10 +93,11 @@ def elicitation_channel(ctx: Context) -> Channel | str:
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     if not modern and not ctx.session.can_send_request:
         # Handshake-era elicitation is a request to the client, whose answer comes back on a
-        # session; stateless HTTP has none (and sees no capabilities: no initialize).
+        # session; a stateless HTTP request has none (and sees no capabilities: no initialize).
         return (
             f"the client speaks MCP {ctx.protocol_version}, whose elicitation needs a session, "
-            "and this server is stateless (clients on 2026-07-28 can be asked)"
+            "and this request came without one (a client that initializes gets one from a "
+            "server of one worker; clients on 2026-07-28 can always be asked)"
         )
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None

@@ -10,14 +10,16 @@ reaches the clients of this one, of the change's tenant only:
 - `resources/list_changed` when a document of the client's tenant is added or deleted.
 
 2025-11-25 (`DocumentSubscriptions`): `resources/subscribe` and the notifications outside any
-request need a connection that lasts: stdio has one, which the server serves alone; stateless
-HTTP has none and does not offer them. 2026-07-28 (`TenantListen`): `subscriptions/listen`,
-whose response is the stream of notifications, over stdio and over HTTP alike.
+request need a connection that lasts: stdio's, which the server serves alone, or an HTTP
+session's (sessions.py; a request without one cannot subscribe). 2026-07-28 (`TenantListen`):
+`subscriptions/listen`, whose response is the stream of notifications, over stdio and over
+HTTP alike.
 """
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -51,6 +53,14 @@ BACKLOG = 10_000
 
 # (tenant, document id, "created" | "updated" | "deleted")
 OnChange = Callable[[str, str, str], Awaitable[None]]
+
+ClientOf = Callable[[Context], str | None]
+"""The lasting connection a request came on (its key), or None when it came on none."""
+
+
+def one_connection(ctx: Context) -> str:
+    """stdio's: every request comes on the one connection."""
+    return "stdio"
 
 
 class DocumentChanges:
@@ -89,28 +99,57 @@ class DocumentChanges:
                         log.debug("could not notify a document change", exc_info=True)
 
 
-class DocumentSubscriptions:
-    """The `resources/subscribe` and `resources/unsubscribe` handlers of one connection's
-    client (2025-11-25), and the notifications of its tenant's document changes."""
+@dataclass
+class _Client:
+    """A lasting connection's client: its tenant, the latest request's session (whose
+    standalone channel is the connection's, which outlives the request), its subscriptions."""
 
-    def __init__(self, knowledge: "KnowledgeService", principal_for: PrincipalFor) -> None:
+    tenant: str
+    session: ServerSession
+    subscribed: set[str] = field(default_factory=set)  # document ids
+
+
+class DocumentSubscriptions:
+    """The `resources/subscribe` and `resources/unsubscribe` handlers of the clients of lasting
+    connections (2025-11-25), and the notifications of their tenant's document changes.
+
+    `client_of` names the connection a request came on (stdio: `one_connection`; HTTP: its
+    session); `list_changed`: whether the server declared `resources.listChanged`.
+    """
+
+    def __init__(
+        self,
+        knowledge: "KnowledgeService",
+        principal_for: PrincipalFor,
+        client_of: ClientOf = one_connection,
+        *,
+        list_changed: bool = True,
+    ) -> None:
         self._knowledge, self._principal_for = knowledge, principal_for
-        self._subscribed: dict[str, set[str]] = {}  # tenant -> document ids
-        # The latest request's session of each tenant: its standalone channel is the
-        # connection's, which outlives the request.
-        self._clients: dict[str, ServerSession] = {}
+        self._client_of, self._list_changed = client_of, list_changed
+        self._clients: dict[str, _Client] = {}
 
     async def seen(self, ctx: Context, call_next: CallNext) -> HandlerResult:
         """Middleware: remember the client's connection, to notify it between requests."""
-        principal = self._principal_for(ctx)
-        if principal is not None:
-            self._clients[principal.tenant] = ctx.session
+        key = self._client_of(ctx)
+        if key is not None:
+            tenant = self._principal_for(ctx).tenant
+            client = self._clients.get(key)
+            if client is None or client.tenant != tenant:
+                self._clients[key] = _Client(tenant, ctx.session)
+            else:
+                client.session = ctx.session
         return await call_next(ctx)
+
+    def forget(self, key: str) -> None:
+        """The connection `key` is gone (an HTTP session ended): drop its subscriptions."""
+        self._clients.pop(key, None)
 
     async def subscribe(
         self, ctx: Context, params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
         principal = require(self._principal_for(ctx), "read", "resources/subscribe")
+        client = self._client(ctx)
         document_id = document_id_of(params.uri)
         try:
             await self._knowledge.document(principal.tenant, document_id or "", with_text=False)
@@ -119,28 +158,41 @@ class DocumentSubscriptions:
                 types.INVALID_PARAMS, f"unknown resource {params.uri!r}", data={"uri": params.uri}
             ) from None
         assert document_id is not None  # found, so it was a document's URI
-        self._subscribed.setdefault(principal.tenant, set()).add(document_id)
+        client.subscribed.add(document_id)
         return types.EmptyResult()
 
     async def unsubscribe(
         self, ctx: Context, params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
-        principal = require(self._principal_for(ctx), "read", "resources/unsubscribe")
+        require(self._principal_for(ctx), "read", "resources/unsubscribe")
         document_id = document_id_of(params.uri)
         if document_id is not None:
-            self._subscribed.get(principal.tenant, set()).discard(document_id)
+            self._client(ctx).subscribed.discard(document_id)
         return types.EmptyResult()
 
+    def _client(self, ctx: Context) -> _Client:
+        key = self._client_of(ctx)
+        client = self._clients.get(key) if key is not None else None
+        if client is None:  # `seen` registers every request that came on a connection
+            raise MCPError(
+                types.INVALID_REQUEST,
+                f"{ctx.method} needs a session, to send the notifications on: initialize one "
+                "first, and send its Mcp-Session-Id with this request",
+            )
+        return client
+
     async def changed(self, tenant: str, document_id: str, change: str) -> None:
-        client = self._clients.get(tenant)
-        if client is None:
-            return
-        if change in ("updated", "deleted") and document_id in self._subscribed.get(tenant, ()):
-            await client.send_resource_updated(document_uri(document_id))
-        if change in ("created", "deleted"):
-            await client.send_resource_list_changed()
-        if change == "deleted":
-            self._subscribed.get(tenant, set()).discard(document_id)
+        for client in [c for c in self._clients.values() if c.tenant == tenant]:
+            subscribed = document_id in client.subscribed
+            if change == "deleted":
+                client.subscribed.discard(document_id)
+            try:
+                if change in ("updated", "deleted") and subscribed:
+                    await client.session.send_resource_updated(document_uri(document_id))
+                if change in ("created", "deleted") and self._list_changed:
+                    await client.session.send_resource_list_changed()
+            except Exception:  # this client went away: the others are still told
+                log.debug("could not notify a document change", exc_info=True)
 
 
 class TenantListen:
