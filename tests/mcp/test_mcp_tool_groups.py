@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
+import httpx
 import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
@@ -134,6 +135,26 @@ async def test_a_key_calling_a_tool_outside_its_groups_gets_a_clear_error(
         "(its groups: knowledge)"
     )
     assert not allowed.is_error
+
+
+async def test_a_task_augmented_call_passes_the_same_gate(product: Product) -> None:
+    """A 2025-11-25 call `with task` is answered by the tasks' middleware: the gate is first."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "ingest_text", "arguments": {"text": "t"}, "task": {}},
+    }
+    headers = {
+        "X-API-Key": product.keys["knowledge"],
+        "MCP-Protocol-Version": "2025-11-25",
+        "Accept": "application/json",
+    }
+    async with httpx.AsyncClient(base_url=product.server.url, timeout=60) as http:
+        answer = (await http.post("/mcp", json=body, headers=headers)).json()
+    assert "result" not in answer, answer
+    assert answer["error"]["code"] == FORBIDDEN
+    assert answer["error"]["message"].startswith("tool 'ingest_text' is in the group 'ingest'")
 
 
 async def test_the_prompt_that_runs_hybrid_retrieve_follows_its_group(product: Product) -> None:
