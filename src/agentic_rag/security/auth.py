@@ -15,6 +15,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import Scope
 
+from agentic_rag.observability.failures import RepeatedFailure
 from agentic_rag.observability.metrics import record_rate_limited
 from agentic_rag.security.api_keys import ApiKeyStore, parse_key
 from agentic_rag.security.principal import LOCAL, Principal
@@ -72,7 +73,15 @@ class Authenticator:
         self._require = require
         self.enforced = False
         self._checked_keys_at = float("-inf")
-        self._unreachable = 0  # refusals since the stores the checks read became unreachable
+        # The stores the checks read (the database, Redis) gone: said once per outage. Many
+        # requests at once see it, some succeeding on a connection still open: hence settling.
+        self._unreachable = RepeatedFailure(
+            log,
+            "checking credentials",
+            traceback=False,
+            meanwhile="requests are answered 503 with Retry-After until it works again",
+            settle_seconds=1.0,
+        )
 
     @property
     def jwt_enabled(self) -> bool:
@@ -132,18 +141,14 @@ class Authenticator:
         except AuthFailure:
             raise
         except Exception as exc:
-            if not self._unreachable:  # once per outage, not once per request
-                log.warning("credentials cannot be checked: %s: %s", type(exc).__name__, exc)
-            self._unreachable += 1
+            self._unreachable.failed()
             raise AuthFailure(
                 503,
                 UNAVAILABLE,
                 f"credentials cannot be checked now ({type(exc).__name__}: {exc}); retry shortly",
                 headers={"Retry-After": str(UNAVAILABLE_RETRY_SECONDS)},
             ) from None
-        if self._unreachable:
-            log.warning("credentials checked again after %d refusals", self._unreachable)
-            self._unreachable = 0
+        self._unreachable.succeeded()
         return principal
 
     async def _authenticate(self, scope: Scope) -> Principal:
