@@ -2,88 +2,30 @@
 skill that needs the client's model, a question that names its answer, the client's roots, and
 several requests in one `InputRequiredResult`.
 
-The server is the product's app over a real PostgreSQL with the test's skills; the clients are
-the official SDK's at 2026-07-28, whose callbacks play the client's model, its user and its
-roots.
+The server is the product's app over a real PostgreSQL with the test's skills
+(tests/support/rounds.py); the clients are the official SDK's at 2026-07-28 over Streamable
+HTTP, and at 2025-11-25 over stdio (the requests go to the client over the connection), whose
+callbacks play the client's model, its user and its roots.
 """
 
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio
 import mcp.types as types
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel, Field
 
-from agentic_rag.skills import ClientRoot, SkillContext, SkillRegistry
 from tests.support.databases import new_database
 from tests.support.live import LiveServer, live_server
-from tests.support.mcp import Elicitations, mcp_url
+from tests.support.mcp import ROOT as REPOSITORY
+from tests.support.mcp import Elicitations, base_env, mcp_url
+from tests.support.rounds import rounds_registry
 
 ROOT = types.Root(uri="file:///work/notes", name="notes")
 MODEL = "test-client-model"
-
-
-class Nothing(BaseModel):
-    pass
-
-
-class Name(BaseModel):
-    name: str = Field(default="", description="Your name")
-
-
-class Said(BaseModel):
-    text: str
-
-
-def listed(roots: list[ClientRoot] | None) -> str:
-    return "no roots" if roots is None else ", ".join(f"{r.name}={r.uri}" for r in roots)
-
-
-def rounds_registry() -> SkillRegistry:
-    registry = SkillRegistry()
-
-    @registry.skill(description="Greets with the client's model.", needs_client_model=True)
-    async def greet(ctx: SkillContext, args: Nothing) -> Said:
-        assert ctx.client_model is not None
-        reply = await ctx.client_model.complete([{"role": "user", "content": "Greet me"}])
-        return Said(text=reply)
-
-    @registry.skill(description="Asks a name under its own key.")
-    async def named(ctx: SkillContext, args: Name) -> Said:
-        if not args.name:
-            ctx.ask("What is your name?", ["name"], name="user_name")
-        return Said(text=f"Hello, {args.name}!")
-
-    @registry.skill(description="Lists the client's roots.")
-    async def roots(ctx: SkillContext, args: Nothing) -> Said:
-        return Said(text=listed(await ctx.client_roots()))
-
-    @registry.skill(description="Asks a name, the client's model and its roots at once.")
-    async def everything(ctx: SkillContext, args: Name) -> Said:
-        model = ctx.client_model
-        assert model is not None
-        found: dict[str, Any] = {}
-
-        async def greeting() -> None:
-            found["greeting"] = await model.complete([{"role": "user", "content": "Greet me"}])
-
-        async def client_roots() -> None:
-            found["roots"] = await ctx.client_roots()
-
-        async def name() -> None:
-            if not args.name:
-                ctx.ask("What is your name?", ["name"], name="user_name")
-
-        async with anyio.create_task_group() as group:
-            for step in (greeting, client_roots, name):
-                group.start_soon(step)
-        return Said(text=f"{found['greeting']} {args.name} ({listed(found['roots'])})")
-
-    return registry
 
 
 async def model(
@@ -173,3 +115,57 @@ async def test_requests_made_at_once_share_one_round(server: LiveServer) -> None
     }
     assert answered.structured_content == {"text": "Good day Alice (notes=file:///work/notes)"}
     assert len(users.asked) == 1  # the question was asked once, in the one round
+
+
+# -- 2025-11-25 over stdio: requests to the client over the connection -----------------------
+
+ROUNDS_CHILD = """
+import sys
+from agentic_rag.config import Settings
+from agentic_rag.engine import Engine
+from agentic_rag.mcp.stdio import run_local
+from tests.support.rounds import rounds_registry
+
+sys.exit(run_local(Engine(Settings(), rounds_registry(), transport="stdio")))
+"""
+
+
+@pytest.fixture(scope="module")
+async def stdio_server(
+    postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> StdioServerParameters:
+    env = base_env(
+        DATABASE_URL=await new_database(postgres_dsn),
+        AGENTIC_RAG_DATA_DIR=str(tmp_path_factory.mktemp("rounds-stdio")),
+        PYTHONPATH=str(REPOSITORY),
+    )
+    return StdioServerParameters(
+        command=sys.executable, args=["-c", ROUNDS_CHILD], env=env, cwd=str(REPOSITORY)
+    )
+
+
+async def test_over_stdio_a_skill_that_needs_the_clients_model_says_so_without_it(
+    stdio_server: StdioServerParameters,
+) -> None:
+    async with Client(stdio_server, mode="legacy") as client:
+        result = await client.call_tool("greet", {})
+    assert result.is_error
+    assert "needs the client's model" in str(result.content)
+
+
+async def test_over_stdio_the_client_is_asked_over_the_connection(
+    stdio_server: StdioServerParameters,
+) -> None:
+    users = Elicitations({"name": "Alice"})
+    options: dict[str, Any] = {
+        "sampling_callback": model,
+        "list_roots_callback": client_roots,
+        "elicitation_callback": users,
+    }
+    async with Client(stdio_server, mode="legacy", **options) as client:
+        greeted = await client.call_tool("greet", {})
+        rooted = await client.call_tool("roots", {})
+        everything = await client.call_tool("everything", {})
+    assert greeted.structured_content == {"text": "Good day"}
+    assert rooted.structured_content == {"text": "notes=file:///work/notes"}
+    assert everything.structured_content == {"text": "Good day Alice (notes=file:///work/notes)"}
