@@ -7,6 +7,7 @@ uvicorn, with keys of two tenants; clients are the SDK's `mcp.Client` in its han
 (protocol 2025-11-25), and raw HTTP where the test needs the session id itself.
 """
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -237,3 +238,25 @@ async def test_without_sessions_every_request_is_stateless_and_says_why_it_canno
     assert "whose elicitation needs a session, and this request came without one" in (
         text_of(refused)
     )
+
+
+async def test_open_sessions_are_closed_when_the_server_stops(
+    keys: tuple[str, dict[str, str]],
+    tmp_path_factory: pytest.TempPathFactory,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    database_url, key = keys
+
+    def closed(session: str) -> bool:  # the SDK's line as it terminates the session's transport
+        return any(r.getMessage() == f"Terminating session: {session}" for r in caplog.records)
+
+    with caplog.at_level(logging.DEBUG, logger="mcp.server.streamable_http"):
+        with live_server(
+            None, database_url=database_url, data_dir=tmp_path_factory.mktemp("stopping")
+        ) as live:
+            async with httpx.AsyncClient(timeout=60) as http:
+                opened = await initialize(http, f"{live.url}/mcp", key["beta"])
+            session = opened.headers["mcp-session-id"]
+            open_while_serving = not closed(session)
+        closed_at_stop = closed(session)
+    assert open_while_serving and closed_at_stop
