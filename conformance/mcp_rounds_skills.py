@@ -54,7 +54,8 @@ def add_rounds_skills(registry: SkillRegistry) -> None:
     )
     async def test_missing_capability(ctx: SkillContext, args: NoArguments) -> Reply:
         model = ctx.client_model
-        assert model is not None  # needs_client_model: the adapter refused the call otherwise
+        if model is None:  # only outside MCP: the adapter refuses a call without one
+            raise SkillError("the caller offers no model to ask (MCP sampling)")
         reply = await model.complete([{"role": "user", "content": "Say hello"}], max_tokens=50)
         return Reply(text=f"LLM response: {reply}")
 

@@ -161,9 +161,9 @@ class SessionModel:
 
 
 class ReplayedModel:
-    """The client's model of a 2026-07-28 call: the replies earlier rounds brought, or
-    `SamplingNeeded` for a request none of them answered, once the requests made meanwhile
-    are in `asked` too (by digest)."""
+    """The client's model (and roots) of a 2026-07-28 call: the replies earlier rounds
+    brought, or `SamplingNeeded` for a request none of them answered, once the requests made
+    meanwhile are in `asked` (by digest) and `roots_asked` too."""
 
     def __init__(self, replies: dict[str, str], roots: list[ClientRoot] | None = None) -> None:
         self._replies, self._roots = replies, roots
@@ -286,14 +286,13 @@ class CallSampling:
         model and for its roots, and `asked`, the question it asked meanwhile (an elicitation's
         result with that state), all in one round; and the state to come back with."""
         replayed = self.replayed
-        samples = dict[str, str]()
-        if replayed is not None:
-            samples = {f"{SAMPLE_KEY}-{n}": k for n, k in enumerate(replayed.asked, start=1)}
+        asked_model = replayed.asked if replayed is not None else {}
+        samples = {f"{SAMPLE_KEY}-{n}": k for n, k in enumerate(asked_model, start=1)}
         roots_pending = replayed is not None and replayed.roots_asked
-        requests: dict[str, types.InputRequest] = {}
-        if replayed is not None:
-            for key, digest_ in samples.items():
-                requests[key] = types.CreateMessageRequest(params=replayed.asked[digest_])
+        requests: dict[str, types.InputRequest] = {
+            key: types.CreateMessageRequest(params=asked_model[sample])
+            for key, sample in samples.items()
+        }
         if roots_pending:
             requests[ROOTS_KEY] = types.ListRootsRequest(params=types.RequestParams())
         if asked is not None:

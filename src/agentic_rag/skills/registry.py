@@ -183,9 +183,10 @@ class Skill:
     """The group of tools it belongs to, which a deployment and an API key select (groups.py);
     None: in every selection (help)."""
     needs_client_model: bool = False
-    """Works only with the caller's own model (`SkillContext.client_model`): a caller that
-    offers none is refused before the skill runs (MCP 2026-07-28:
-    MissingRequiredClientCapabilityError naming `sampling`)."""
+    """Works only with the caller's own model (`SkillContext.client_model`): an MCP client
+    that offers none is refused before the skill runs (2026-07-28:
+    MissingRequiredClientCapabilityError naming `sampling`). Where no protocol offers one (A2A,
+    the CLI) the skill sees None, and says so with a `SkillError`."""
 
     def readable(self, output: BaseModel) -> str:
         if self.render is not None:
