@@ -35,6 +35,7 @@ from run import (
     make_server,
     running,
 )
+from send_cpu import ours_at, overlaid
 
 TOOLS_VENV = BENCH / ".venv-tools"
 PY_SPY = TOOLS_VENV / "bin" / "py-spy"
@@ -121,6 +122,12 @@ def main() -> int:
     parser.add_argument("--fill", type=int, default=0, help="tasks to store first")
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument(
+        "--revision", help="ours-1 running this revision's code instead of the work tree's"
+    )
+    parser.add_argument(
+        "--overlay", nargs="*", default=[], help="with --revision: these work-tree files over it"
+    )
     args = parser.parse_args()
     ensure_wrk()
     ensure_py_spy()
@@ -130,7 +137,12 @@ def main() -> int:
     stem = f"profile-{args.server}-c{args.concurrency}"
     collapsed = WORK / f"{stem}.txt"
     speedscope = WORK / f"{stem}.speedscope.json"
-    server = make_server(args.server, "profile")
+    if args.revision is not None:
+        server = ours_at(overlaid(args.revision, args.overlay), args.server, "profile")
+        stem += f"-{args.revision}"
+        collapsed, speedscope = WORK / f"{stem}.txt", WORK / f"{stem}.speedscope.json"
+    else:
+        server = make_server(args.server, "profile")
     with running([server]):
         if args.fill:
             run_wrk(server, 64, duration_s=900, limit=args.fill)

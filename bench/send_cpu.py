@@ -74,6 +74,16 @@ def snapshot_work_tree() -> Path:
     return tree
 
 
+def overlaid(revision: str, files: list[str]) -> Path:
+    """`revision`'s `src/` and `conformance/` with `files` copied over from the work tree."""
+    tree = WORK / "overlay-tree"
+    shutil.rmtree(tree, ignore_errors=True)
+    shutil.copytree(export_revision(revision), tree)
+    for file in files:
+        shutil.copy2(ROOT / file, tree / file)
+    return tree
+
+
 def ours_at(tree: Path, name: str, tag: str) -> Server:
     """ours in one worker, running the code of `tree` (PYTHONPATH comes before the editable
     install of the work tree)."""
