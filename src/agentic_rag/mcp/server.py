@@ -328,36 +328,10 @@ class SkillTools:
         # Counted like A2A's calls (docs/operations.md: agentic_rag_skill_calls_total).
         with SkillCall(skill.name, "mcp"):
             context = McpSkillContext(tenant, gathered.texts, steps, sampling.model, sampling.roots)
-            try:
-                output = await skill.handler(context, args)
-            except BaseExceptionGroup as group:
-                asked = _asked(group)
-                if asked is None:
-                    raise
-                raise asked from group
+            output = await skill.run(context, args)
         if not isinstance(output, skill.output_model):
             raise TypeError(f"{skill.name} returned {type(output).__name__}, not its output model")
         return output, context.attached
-
-
-def _asked(group: BaseExceptionGroup[BaseException]) -> InputRequired | None:
-    """What a skill that asked several things at once (in a task group) asks: its question if
-    it asked one, else its client's requests (all of them are in the round: sampling.py);
-    None when something else went wrong in it."""
-    needed, rest = group.split(InputRequired)
-    if needed is None or rest is not None:
-        return None
-    asked = [e for e in _leaves(needed) if isinstance(e, InputRequired)]
-    questions = [e for e in asked if not isinstance(e, SamplingNeeded)]
-    return (questions or asked)[0]
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            yield from _leaves(exc)
-        else:
-            yield exc
 
 
 def _call_key(principal: Principal, request_id: types.RequestId) -> CallKey:

@@ -188,10 +188,41 @@ class Skill:
     MissingRequiredClientCapabilityError naming `sampling`). Where no protocol offers one (A2A,
     the CLI) the skill sees None, and says so with a `SkillError`."""
 
+    async def run(self, ctx: SkillContext, args: BaseModel) -> BaseModel:
+        """The handler's output. A skill that asks several things at once (in a task group)
+        raises the group: its question comes out as itself (see `question_in`)."""
+        try:
+            return await self.handler(ctx, args)
+        except BaseExceptionGroup as group:
+            asked = question_in(group)
+            if asked is None:
+                raise
+            raise asked from group
+
     def readable(self, output: BaseModel) -> str:
         if self.render is not None:
             return self.render(output)
         return output.model_dump_json(indent=2)
+
+
+def question_in(group: BaseExceptionGroup[BaseException]) -> InputRequired | None:
+    """What a skill that asked several things at once asks: a question if it asked one, else
+    another input it needs (MCP gathers the client's requests made meanwhile into the same
+    round); None when something else went wrong in the group."""
+    needed, rest = group.split(InputRequired)
+    if needed is None or rest is not None:
+        return None
+    asked = [e for e in _leaves(needed) if isinstance(e, InputRequired)]
+    questions = [e for e in asked if type(e) is InputRequired]
+    return (questions or asked)[0]
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> typing.Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
 
 
 @dataclass(frozen=True)

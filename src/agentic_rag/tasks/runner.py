@@ -202,7 +202,7 @@ class Runner:
         try:
             arguments = active.arguments or invocation.validate()
             with SkillCall(skill.name, "a2a"):
-                output = await skill.handler(TaskSkillContext(service, active), arguments)
+                output = await skill.run(TaskSkillContext(service, active), arguments)
             if not isinstance(output, skill.output_model):
                 raise TypeError(f"skill {skill.name} returned {type(output).__name__}")
             result = Artifact(
