@@ -73,8 +73,9 @@ class Authenticator:
         self._require = require
         self.enforced = False
         self._checked_keys_at = float("-inf")
-        # The stores the checks read (the database, Redis) gone: said once per outage. Many
-        # requests at once see it, some succeeding on a connection still open: hence settling.
+        # The database the checks read gone: said once per outage (rate limits go on without
+        # Redis: ratelimit.py). Many requests at once see it, some succeeding on a connection
+        # still open: hence settling.
         self._unreachable = RepeatedFailure(
             log,
             "checking credentials",
