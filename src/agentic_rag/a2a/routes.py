@@ -344,14 +344,17 @@ class A2AEndpoints:
             admission = await sessions.admit(principal, send)
         except SessionLimitError as exc:
             raise SessionLimitReachedError(str(exc)) from None
-        send = admission.params
         try:
             outcome = await self._tasks.send(
-                principal.tenant, send, reply=reply, follow_ups=follow_ups
+                principal.tenant,
+                send,
+                reply=reply,
+                follow_ups=follow_ups,
+                context_id=admission.context_id,
             )
         finally:
             await admission.entered()
-        if send.message.context_id is None:  # a message to a task: its context is the session
+        if admission.context_id is None:  # a message to a task: its context is the session
             await sessions.touch(principal, outcome.snapshot.context_id)
         return outcome
 

@@ -146,10 +146,11 @@ class _Entries:
 
 @dataclass(frozen=True, slots=True)
 class Admission:
-    """A message let into its session: `params` name the session's context, and `entered`
-    returns once the message is recorded in it (durably)."""
+    """A message let into its session: `context_id` is the session's context (None for a
+    message to a task that names no context: it is in its task's), and `entered` returns once
+    the message is recorded in it (durably)."""
 
-    params: SendParams
+    context_id: str | None
     pending: asyncio.Future[None] | None = None  # the entry, while it is being written
 
     async def entered(self) -> None:
@@ -166,8 +167,9 @@ class SessionStore:
     async def admit(self, principal: Principal, params: SendParams) -> Admission:
         """Let the caller's message into its session, opening the session if need be (within
         the limit). A message that starts a task in no named context gets its new context's
-        id here. A message to an existing task (no context named) is recorded after it was
-        accepted, with `touch`.
+        id here (the task is created in it: `TaskService.send(context_id=...)`, so the message
+        is not copied to name it). A message to an existing task (no context named) is
+        recorded after it was accepted, with `touch`.
 
         With a limit, this returns once the message is in its session (or raises
         `SessionLimitError`), so a refused message creates no task. Without one nothing can
@@ -175,19 +177,13 @@ class SessionStore:
         on, and the caller awaits `entered()` before it answers."""
         message = params.message
         if message.task_id is not None and message.context_id is None:
-            return Admission(params)
-        if message.context_id is None:
-            context_id = new_id()
-            params = params.model_copy(
-                update={"message": message.model_copy(update={"context_id": context_id})}
-            )
-        else:
-            context_id = message.context_id
+            return Admission(None)
+        context_id = message.context_id or new_id()
         entry: Entry = (principal.tenant, context_id, "caller", caller_id(principal))
         if self.limit is None:
-            return Admission(params, self._entries.enter(entry))
+            return Admission(context_id, self._entries.enter(entry))
         await self.join(*entry)
-        return Admission(params)
+        return Admission(context_id)
 
     async def touch(self, principal: Principal, context_id: str) -> None:
         """Record the caller's message in a session it continues."""

@@ -141,7 +141,13 @@ class TaskService:
     # -- message/send and message/stream ---------------------------------------------------
 
     async def send(
-        self, tenant: str, params: SendParams, *, reply: Reply, follow_ups: bool = True
+        self,
+        tenant: str,
+        params: SendParams,
+        *,
+        reply: Reply,
+        follow_ups: bool = True,
+        context_id: str | None = None,
     ) -> Accepted:
         """Create or continue the task `params.message` is for.
 
@@ -154,6 +160,8 @@ class TaskService:
         Without `follow_ups` (A2A 1.0), a message naming an unknown task is refused with
         TaskNotFoundError and one naming a final task with TaskEndedError, decided under the
         task's lock (so a task that ends meanwhile is never followed up).
+        `context_id`: the context a new task goes in when the message names none (the
+        caller's session, `SessionStore.admit`); else a new one.
         """
         message, config = params.message, params.configuration
         if message.role is not Role.user:
@@ -166,7 +174,9 @@ class TaskService:
                 f"this agent answers with {', '.join(OUTPUT_MODES)}; "
                 f"none is in acceptedOutputModes {config.accepted_output_modes}"
             )
-        return await self._accept(tenant, message, push_config, reply, follow_ups=follow_ups)
+        return await self._accept(
+            tenant, message, push_config, reply, follow_ups=follow_ups, context_id=context_id
+        )
 
     async def _accept(
         self,
@@ -177,11 +187,14 @@ class TaskService:
         invocation: Invocation | None = None,
         *,
         follow_ups: bool = True,
+        context_id: str | None = None,
     ) -> Accepted:
         """Create or continue the task of a checked `message` (`invocation`: the skill call
-        it starts, when the caller knows it)."""
+        it starts, when the caller knows it; `context_id`: a new task's, as `send` says)."""
         if message.task_id is None:
-            return await self._create(tenant, new_id(), message, push, reply, invocation)
+            return await self._create(
+                tenant, new_id(), message, push, reply, invocation, context_id=context_id
+            )
         async with self._lock(tenant, message.task_id):
             while True:
                 try:
@@ -208,10 +221,12 @@ class TaskService:
         invocation: Invocation | None = None,
         *,
         claim: bool = False,
+        context_id: str | None = None,
     ) -> Accepted:
-        """Create a task; with `claim` (a client-chosen id, which another worker may be
-        creating too), queue it only once its creation is durably this one."""
-        context_id = message.context_id or new_id()
+        """Create a task in the message's context, else in `context_id`, else in a new one;
+        with `claim` (a client-chosen id, which another worker may be creating too), queue it
+        only once its creation is durably this one."""
+        context_id = message.context_id or context_id or new_id()
         message = message.model_copy(update={"task_id": task_id, "context_id": context_id})
         if invocation is None:
             invocation = self.read_call([message])
