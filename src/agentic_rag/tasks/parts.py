@@ -28,7 +28,7 @@ def text_of(message: Message) -> str:
 
 # Built validated: pydantic-core validates these small models faster than model_construct
 # builds them in Python (1.5 against 4.5 us for a text part; 2.6 against 6.7 us for a status
-# event), so model_construct is kept only where it saves walking a payload.
+# event).
 
 
 def text_part(text: str) -> Part:
@@ -36,8 +36,9 @@ def text_part(text: str) -> Part:
 
 
 def data_part(data: dict[str, Any]) -> Part:
-    # model_construct: a skill's output may be large, and it was dumped from a checked model.
-    return Part.model_construct(DataPart.model_construct(kind="data", data=data))
+    # Validated too: `data` is a dict of Any, so validation reads its top level only, however
+    # large the output (28,000 instructions a call against model_construct's 49,000).
+    return Part(DataPart(kind="data", data=data))
 
 
 def result_part(part: ResultPart) -> Part:
