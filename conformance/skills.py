@@ -123,8 +123,13 @@ TCK_SCENARIOS: tuple[tuple[str, Scenario], ...] = (
 )
 
 
+_TCK_PREFIXES = tuple(prefix for prefix, _ in TCK_SCENARIOS)
+
+
 def tck_scenario(message_id: str) -> Scenario | None:
     """The 1.0 kit's scenario a message id names, if it names one."""
+    if not message_id.startswith(_TCK_PREFIXES):  # one test for every other message
+        return None
     return next((s for prefix, s in TCK_SCENARIOS if message_id.startswith(prefix)), None)
 
 
