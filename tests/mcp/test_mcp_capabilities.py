@@ -162,7 +162,8 @@ async def test_http_declares_logging_completions_and_subscriptions(
     assert capabilities.logging is not None
     assert capabilities.completions is not None
     # A session (one worker) is a connection to notify between requests.
-    assert capabilities.resources is not None and capabilities.resources.subscribe
+    assert capabilities.resources is not None
+    assert capabilities.resources.subscribe and capabilities.resources.list_changed
     assert capabilities.tasks is not None and capabilities.tasks.list is not None
 
 
@@ -188,7 +189,9 @@ async def test_http_session_subscriptions_hear_a_reingested_document(
         changed = await worker.call_tool("ingest_url", {"url": tides, "depth": 0})
         assert changed.structured_content is not None, changed
         await until(lambda: mine.updated == [uri])
+        seen = mine.list_changed
         pier = await ingest_text(worker, "A flag on the pier marks high water.", "Pier")
+        await until(lambda: mine.list_changed > seen)  # a document of its tenant added
         await subscriber.subscribe_resource(document_uri(pier))
         await subscriber.unsubscribe_resource(uri)
         site.text = "Version five of the tide table: high water at four."
@@ -198,6 +201,7 @@ async def test_http_session_subscriptions_hear_a_reingested_document(
         await until(lambda: len(mine.updated) == 2)
     assert mine.updated == [uri, document_uri(pier)]
     assert foreign.value.code == types.INVALID_PARAMS
+    # The other tenant's session heard nothing of this tenant's documents.
     assert theirs.updated == [] and theirs.list_changed == 0
 
 

@@ -234,6 +234,7 @@ async def test_without_sessions_every_request_is_stateless_and_says_why_it_canno
             refused = await client.call_tool("clear_graph", {})
     assert opened.status_code == 200 and "mcp-session-id" not in opened.headers
     assert capabilities.resources is not None and not capabilities.resources.subscribe
+    assert not capabilities.resources.list_changed
     assert refused.is_error and not asked.asked
     assert "whose elicitation needs a session, and this request came without one" in (
         text_of(refused)

@@ -208,9 +208,7 @@ class McpHttp:
         if knowledge is not None:
             listen = TenantListen(principal_from_http)
             if self.sessions_offered:
-                subscriptions = DocumentSubscriptions(
-                    knowledge, principal_from_http, session_of, list_changed=False
-                )
+                subscriptions = DocumentSubscriptions(knowledge, principal_from_http, session_of)
         consumers = [c.changed for c in (subscriptions, listen) if c is not None]
         self._changes = DocumentChanges(*consumers) if consumers else None
         self._database = database

@@ -64,7 +64,9 @@ STATUS: dict[TaskState, types.TaskStatus] = {
 
 
 class TaskServer(Server[Any]):
-    """The SDK's server, declaring the `tasks` capability to handshake-era clients."""
+    """The SDK's server, declaring the `tasks` capability to handshake-era clients, and
+    `resources.listChanged` wherever it serves `resources/subscribe`: both notifications go
+    on the same lasting connection (stdio, or an HTTP session)."""
 
     def get_capabilities(
         self,
@@ -82,7 +84,11 @@ class TaskServer(Server[Any]):
         )
         if protocol_version in MODERN_PROTOCOL_VERSIONS:
             return capabilities
-        return capabilities.model_copy(update={"tasks": CAPABILITY})
+        update: dict[str, Any] = {"tasks": CAPABILITY}
+        resources = capabilities.resources
+        if resources is not None and resources.subscribe:
+            update["resources"] = resources.model_copy(update={"list_changed": True})
+        return capabilities.model_copy(update=update)
 
 
 def mcp_task(task: TaskView) -> dict[str, Any]:
