@@ -317,6 +317,15 @@ class Settings(BaseSettings):
         "for elicitation, sampling and resources/subscribe; only with one worker. Behind a load "
         "balancer of several replicas, route by Mcp-Session-Id or set false.",
     )
+    mcp_session_idle_seconds: float = Field(
+        1800.0,
+        gt=0,
+        description="An MCP session with no request in flight and no open GET stream for this "
+        "long is closed (its id then answers 404, and the client initializes again).",
+    )
+    mcp_sessions_per_tenant: int = Field(
+        64, ge=1, description="MCP sessions one tenant may hold at once (one more is HTTP 429)."
+    )
 
     peers_allow_private: HostList = Field(
         default_factory=list,

@@ -19,10 +19,9 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 
-from agentic_rag.mcp.sessions import PER_TENANT
 from tests.support.databases import new_database
 from tests.support.live import LiveServer, live_server
-from tests.support.mcp import Elicitations, text_of
+from tests.support.mcp import Elicitations, text_of, until
 from tests.support.security import create_keys
 
 LIGHTHOUSE = (
@@ -32,6 +31,7 @@ LIGHTHOUSE = (
 QUESTION = "When was the lighthouse at Point Reyes built?"
 REPLY = "The lighthouse at Point Reyes was built in 1870 [1]."
 JSON_ONLY = {"Accept": "application/json", "Content-Type": "application/json"}
+PER_TENANT = 3  # AGENTIC_RAG_MCP_SESSIONS_PER_TENANT of the server below
 
 
 @pytest.fixture(scope="module")
@@ -48,13 +48,11 @@ async def keys(postgres_dsn: str) -> tuple[str, dict[str, str]]:
 async def server(
     keys: tuple[str, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[LiveServer]:
-    # A tenant's sessions to its limit come in a burst of requests.
     with live_server(
         None,
         database_url=keys[0],
         data_dir=tmp_path_factory.mktemp("sessions"),
-        rate_limit_burst=4 * PER_TENANT,
-        rate_limit_per_minute=20 * PER_TENANT,
+        mcp_sessions_per_tenant=PER_TENANT,
     ) as live:
         yield live
 
@@ -261,3 +259,31 @@ async def test_open_sessions_are_closed_when_the_server_stops(
             open_while_serving = not closed(session)
         closed_at_stop = closed(session)
     assert open_while_serving and closed_at_stop
+
+
+async def test_an_idle_session_expires(
+    keys: tuple[str, dict[str, str]],
+    tmp_path_factory: pytest.TempPathFactory,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    database_url, key = keys
+    with (
+        caplog.at_level(logging.INFO, logger="mcp.server.streamable_http_manager"),
+        live_server(
+            None,
+            database_url=database_url,
+            data_dir=tmp_path_factory.mktemp("idle"),
+            mcp_session_idle_seconds=0.5,
+        ) as live,
+    ):
+        url = f"{live.url}/mcp"
+        async with httpx.AsyncClient(timeout=60) as http:
+            opened = await initialize(http, url, key["beta"])
+            session = opened.headers["mcp-session-id"]
+            alive = await ping(http, url, key["beta"], session)
+            # No request in flight and no GET stream open: the server closes it on its own.
+            expired = f"Session {session} idle timeout"
+            await until(lambda: any(r.getMessage() == expired for r in caplog.records))
+            gone = await ping(http, url, key["beta"], session)
+    assert alive.status_code == 200
+    assert gone.status_code == 404 and gone.json()["error"]["message"] == "Session not found"

@@ -238,7 +238,13 @@ class McpHttp:
         ]
         self.sessions: HttpSessions | None = None
         if self.sessions_offered:
-            self.sessions = HttpSessions(self.server, security, settings.max_body_bytes)
+            self.sessions = HttpSessions(
+                self.server,
+                security,
+                settings.max_body_bytes,
+                per_tenant=settings.mcp_sessions_per_tenant,
+                idle_seconds=settings.mcp_session_idle_seconds,
+            )
             if subscriptions is not None:
                 self.sessions.on_end(subscriptions.forget)
         sse, json = self._managers

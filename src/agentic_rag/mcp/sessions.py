@@ -10,8 +10,9 @@ requests without a session, and 2026-07-28 requests, stay stateless.
 A session is its opener's: a request that names it with another credential (another tenant,
 or another key of the same tenant) is answered as if it did not exist (404), as the SDK does
 for its own authentication. Sessions are bounded: one idle (no request in flight, no open GET
-stream) for `IDLE_SECONDS` is closed, a tenant may hold `PER_TENANT` at once (one more is
-refused with 429 until one ends), and all are closed when the server stops.
+stream) for `AGENTIC_RAG_MCP_SESSION_IDLE_SECONDS` is closed, a tenant may hold
+`AGENTIC_RAG_MCP_SESSIONS_PER_TENANT` at once (one more is refused with 429 until one ends),
+and all are closed when the server stops.
 """
 
 import logging
@@ -32,12 +33,6 @@ from starlette.types import Message, Receive, Scope, Send
 
 from agentic_rag.mcp.access import Context
 from agentic_rag.security.principal import Principal, principal_of
-
-IDLE_SECONDS = 30 * 60
-"""A session with no request in flight and no open GET stream for this long is closed."""
-
-PER_TENANT = 64
-"""Sessions one tenant may hold at once (a desktop client holds one per server it uses)."""
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +74,8 @@ class HttpSessions:
         security: TransportSecuritySettings,
         max_body_bytes: int,
         *,
-        per_tenant: int = PER_TENANT,
-        idle_seconds: float = IDLE_SECONDS,
+        per_tenant: int,
+        idle_seconds: float,
     ) -> None:
         # One manager per response mode, as for stateless requests (http.py): a session keeps
         # the mode of the `Accept` header of its `initialize`.
@@ -96,7 +91,7 @@ class HttpSessions:
             )
             for json_response in (False, True)
         )
-        self._per_tenant = per_tenant
+        self._per_tenant, self._idle_seconds = per_tenant, idle_seconds
         self._owners: dict[str, tuple[Owner, _Manager]] = {}
         self._held: Counter[str] = Counter()  # tenant -> sessions open or opening
         self._listeners: list[Callable[[str], None]] = []
@@ -140,7 +135,7 @@ class HttpSessions:
             message = (
                 f"tenant {owner.tenant!r} holds {self._per_tenant} MCP sessions, the most it may: "
                 "end one (DELETE /mcp with its Mcp-Session-Id) or let one expire "
-                f"(after {IDLE_SECONDS // 60} idle minutes), then initialize again"
+                f"(after {self._idle_seconds:g} idle seconds), then initialize again"
             )
             await _error(429, -32600, message)(scope, receive, send)
             return
