@@ -136,9 +136,6 @@ class Journal:
     def append(self, write: TaskWrite) -> asyncio.Future[None]:
         """Queue events and the snapshot they lead to; the future resolves once durable."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        # Many writes are never awaited (a skill's progress): a failure is logged by the
-        # flusher and shows in the task's outcome, not as "exception was never retrieved".
-        done.add_done_callback(_retrieved)
         self._pending.append((write, done))
         self._wakeup.set()
         return done
@@ -179,6 +176,10 @@ class Journal:
             for write, done in batch:
                 if write in failed and not done.done():
                     done.set_exception(failed[write])
+                    # Marked retrieved: many writes are never awaited (a skill's progress); a
+                    # failure is logged here and shows in the task's outcome, not as
+                    # "exception was never retrieved". An awaiting caller still gets it.
+                    done.exception()
                     if unreachable(failed[write]):  # else the runner stores why at once
                         self._bus.fail(write.tenant, write.task.id, _unavailable(write))
         finally:
@@ -231,8 +232,3 @@ def _unavailable(write: TaskWrite) -> TaskUnavailableError:
         f"task {write.task.id}: its events could not be stored (the database may be"
         " unreachable); retry shortly"
     )
-
-
-def _retrieved(done: asyncio.Future[None]) -> None:
-    if not done.cancelled():
-        done.exception()
