@@ -133,3 +133,14 @@ def test_peers_and_call_against_a_running_server(database_url: str, data_dir: Pa
         refused = run("agentic-rag", "call", "list_agents", AGENTIC_RAG_URL=us.url)
         assert refused.returncode == 1
         assert "HTTP 401" in one_line(refused)
+
+        # A key whose groups leave the skill out is refused before any task, in its words.
+        searcher = create_key(database_url, "acme", ["read", "write"], groups=["knowledge"])
+        outside = run(
+            "agentic-rag", "call", "list_agents", AGENTIC_RAG_URL=us.url,
+            AGENTIC_RAG_API_KEY=searcher,
+        )  # fmt: skip
+        assert outside.returncode == 1
+        assert "'list_agents' is in the group 'network', which this credential does not select" in (
+            one_line(outside)
+        )

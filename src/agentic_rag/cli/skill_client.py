@@ -132,6 +132,10 @@ class RemoteSkills:
                 if response.status_code != 200:
                     await response.aread()
                     raise SkillCallError(_http_refusal(response))
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    # refused before any task existed: one JSON-RPC error, not a stream
+                    refusal = orjson.loads(await response.aread()).get("error", {})
+                    raise SkillCallError(refusal.get("message", f"refused: {refusal}"))
                 async for event in _sse_data(response.aiter_lines()):
                     if "error" in event:
                         raise SkillCallError(event["error"].get("message", str(event["error"])))
