@@ -96,10 +96,13 @@ def test_a_replica_killed_mid_crawl_is_taken_over_and_nothing_is_stored_twice(
     running.replicas[0].kill()
 
     task = final_task(b, task_id, running)
-    assert output(task)["source_id"]
+    summary = output(task)
+    assert summary["source_id"]
     running.heal()
     invariants.hold([task_id])
     assert invariants.documents(url) == PAGES
+    # The taker's summary counts the whole job: the pages the killed replica stored too.
+    assert summary["ingested"] == len(summary["documents"]) == PAGES
     # Pages stored before the kill were not fetched again: at most those in flight were.
     fetched_again = sum(n - 1 for path, n in pages.served.items() if path != "/robots.txt")
     assert fetched_again <= 4, pages.served
