@@ -14,7 +14,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,9 +33,37 @@ LEAK_GRACE_SECONDS = 10  # for servers still shutting down when the last test en
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _end_what_killed_sessions_left()
     SESSION_TMP.mkdir(exist_ok=True)
     tempfile.tempdir = str(SESSION_TMP)
     os.environ["TMPDIR"] = str(SESSION_TMP)
+    # A session stopped by SIGTERM (a timeout, a CI runner) tears down its fixtures, and so
+    # stops its servers, as on Ctrl-C; one killed outright is cleaned up by the next session.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _end_what_killed_sessions_left() -> None:
+    """The PostgreSQL servers (and temporary files) of earlier test sessions whose process is
+    gone, ended: a session killed before its teardown leaves them running."""
+    sessions = SESSION_TMP.parent.glob("agentic-rag-tests-*")
+    dead = {d for d in sessions if d.name.rsplit("-", 1)[1].isdigit()}
+    dead = {d for d in dead if not _alive(int(d.name.rsplit("-", 1)[1]))}
+    for pid, cwd in postgres_processes().items():
+        if any(cwd.is_relative_to(d) for d in dead):
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGQUIT)  # PostgreSQL's immediate shutdown
+    for directory in dead:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
