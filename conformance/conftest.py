@@ -11,19 +11,16 @@ waits until its Agent Card answers, and stops it at the end (SIGTERM, then SIGKI
 
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from conformance.processes import free_port, stop, stop_leftover_postgres, tail
+from conformance.processes import NotReady, started_server, stop_leftover_postgres
 from conformance.support import ROOT, Rpc
 
 RUN_SUT = ROOT / "conformance" / "run-sut"
@@ -62,43 +59,11 @@ def sut_url(request: pytest.FixtureRequest) -> Iterator[str]:
 def _started_sut(workdir: Path) -> Iterator[str]:
     if not RUN_SUT.exists():
         pytest.fail(f"{RUN_SUT} does not exist; set A2A_SUT_URL or pass --sut-url")
-    port = free_port()
-    log_path = workdir / "sut.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                str(RUN_SUT),
-                "--port",
-                str(port),
-                "--data-dir",
-                str(workdir / "data"),
-            ],
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            _wait_until_ready(process, url, log_path)
+    try:
+        with started_server(RUN_SUT, workdir, "/.well-known/agent.json", STARTUP_TIMEOUT) as url:
             yield url
-        finally:
-            stop(process)
-
-
-def _wait_until_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"run-sut exited with {process.returncode}:\n{tail(log_path)}")
-        with suppress(httpx.HTTPError):
-            if httpx.get(f"{url}/.well-known/agent.json", timeout=2).status_code == 200:
-                return
-        time.sleep(0.2)
-    pytest.fail(
-        f"run-sut did not serve its Agent Card within {STARTUP_TIMEOUT}s:\n{tail(log_path)}"
-    )
+    except NotReady as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="session")

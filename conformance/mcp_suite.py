@@ -10,16 +10,17 @@ import json
 import os
 import re
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from conformance.processes import free_port, kill_group, stop, stop_leftover_postgres, tail
+from conformance.processes import (
+    NotReady,
+    kill_group,
+    started_server,
+    stop_leftover_postgres,
+)
 from conformance.support import ROOT
 
 RUN_MCP_SUT = ROOT / "conformance" / "run-mcp-sut"
@@ -50,42 +51,13 @@ class Check:
 def started_sut(workdir: Path) -> Iterator[str]:
     """run-mcp-sut on a free port with its data in `workdir`; yields its MCP URL, then stops
     it and everything it started (its own process group)."""
-    port = free_port()
-    log_path = workdir / "run-mcp-sut.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                str(RUN_MCP_SUT),
-                "--port",
-                str(port),
-                "--data-dir",
-                str(workdir / "data"),
-            ],
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            base = f"http://127.0.0.1:{port}"
-            _wait_until_ready(process, base, log_path)
+    try:
+        with started_server(RUN_MCP_SUT, workdir, "/healthz", STARTUP_TIMEOUT) as base:
             yield f"{base}/mcp"
-        finally:
-            stop(process)
-            stop_leftover_postgres(workdir)
-
-
-def _wait_until_ready(process: subprocess.Popen[bytes], base: str, log_path: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SuiteError(f"run-mcp-sut exited with {process.returncode}:\n{tail(log_path)}")
-        with suppress(httpx.HTTPError):
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        time.sleep(0.5)
-    raise SuiteError(f"run-mcp-sut did not answer within {STARTUP_TIMEOUT}s:\n{tail(log_path)}")
+    except NotReady as exc:
+        raise SuiteError(str(exc)) from None
+    finally:
+        stop_leftover_postgres(workdir)
 
 
 def run_suite(*arguments: str) -> tuple[int, str]:

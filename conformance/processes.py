@@ -1,15 +1,63 @@
-"""Servers under test as child processes: a free port, stopping one with all it started, and
-the embedded PostgreSQL it may leave behind (shared by conftest.py and mcp_suite.py)."""
+"""Servers under test as child processes: started and awaited, a free port, stopping one with
+all it started, and the embedded PostgreSQL it may leave behind (shared by conftest.py and
+mcp_suite.py)."""
 
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import httpx
+
 STOP_TIMEOUT = 15.0
+
+
+class NotReady(Exception):
+    """A server under test exited while starting, or did not answer in time (the message
+    ends with its log's tail)."""
+
+
+@contextmanager
+def started_server(script: Path, workdir: Path, ready_path: str, timeout: float) -> Iterator[str]:
+    """`script --port P --data-dir WORKDIR/data` in a session of its own, its output in
+    WORKDIR/SCRIPT.log; yields its base URL once `GET ready_path` answers 200, then stops it
+    and everything it started."""
+    port = free_port()
+    log_path = workdir / f"{script.name}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, str(script), "--port", str(port), "--data-dir", str(workdir / "data")],
+            cwd=script.parent.parent,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            _wait_until_ready(process, base + ready_path, log_path, timeout)
+            yield base
+        finally:
+            stop(process)
+
+
+def _wait_until_ready(
+    process: subprocess.Popen[bytes], url: str, log_path: Path, timeout: float
+) -> None:
+    deadline = time.monotonic() + timeout
+    name = log_path.stem
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise NotReady(f"{name} exited with {process.returncode}:\n{tail(log_path)}")
+        with suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise NotReady(f"{name} did not answer {url} within {timeout}s:\n{tail(log_path)}")
 
 
 def free_port() -> int:
