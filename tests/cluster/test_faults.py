@@ -10,13 +10,11 @@ Real servers throughout, started once for the module (tests/support/cluster.py).
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from agentic_rag.storage.cluster import WORKER_LOCK_CLASS
 from tests.support.cluster import (
-    FINAL,
     LEASE_SECONDS,
     Answers,
     Cluster,
@@ -24,8 +22,10 @@ from tests.support.cluster import (
     Invariants,
     SlowSite,
     cluster,
+    final_task,
     query,
     wait_for,
+    worker_of,
 )
 from tests.support.live import serve_in_thread
 from tests.support.outcomes import output
@@ -44,14 +44,6 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 @pytest.fixture
-def answers(running: Cluster) -> Iterator[tuple[Answers, Answers]]:
-    a, b = (Answers(replica.url) for replica in running.replicas)
-    yield a, b
-    a.close()
-    b.close()
-
-
-@pytest.fixture
 def site() -> Iterator[tuple[SlowSite, str]]:
     pages = SlowSite(PAGES, delay=0.3)
     with serve_in_thread(pages.app()) as url:
@@ -64,25 +56,6 @@ def start_crawl(client: Answers, url: str) -> str:
     assert answer is not None and "result" in answer, answer
     task_id: str = answer["result"]["id"]
     return task_id
-
-
-def final_task(client: Answers, task_id: str, cluster: Cluster) -> dict[str, Any]:
-    """The task once it has ended, read through `client`."""
-    ended: dict[str, Any] = {}
-
-    def has_ended() -> bool:
-        task = client.task(task_id)
-        if task is not None and task["status"]["state"] in FINAL:
-            ended.update(task)
-        return bool(ended)
-
-    wait_for(f"task {task_id} ends", has_ended, 300, cluster.logs())
-    return ended
-
-
-def worker_of(cluster: Cluster, task_id: str) -> int:
-    (row,) = query(cluster.database_url, "SELECT worker FROM tasks WHERE id = $1", task_id)
-    return int(row["worker"])
 
 
 def test_a_replica_killed_mid_crawl_is_taken_over_and_nothing_is_stored_twice(

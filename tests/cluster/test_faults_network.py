@@ -18,7 +18,6 @@ import pytest
 
 from agentic_rag.network.orchestration import STEP_TASKS
 from tests.support.cluster import (
-    FINAL,
     Answers,
     Cluster,
     ExternalPostgres,
@@ -26,8 +25,10 @@ from tests.support.cluster import (
     Replica,
     SlowSite,
     cluster,
+    final_task,
     query,
     wait_for,
+    worker_of,
 )
 from tests.support.graph import TEXT, GatedChat, queued_uuid
 from tests.support.live import serve_in_thread
@@ -67,14 +68,6 @@ def running(
 
 
 @pytest.fixture
-def answers(running: Cluster) -> Iterator[tuple[Answers, Answers]]:
-    a, b = (Answers(replica.url) for replica in running.replicas)
-    yield a, b
-    a.close()
-    b.close()
-
-
-@pytest.fixture
 def site() -> Iterator[tuple[SlowSite, str]]:
     pages = SlowSite(PAGES, delay=0.3)
     with serve_in_thread(pages.app()) as url:
@@ -98,30 +91,12 @@ def sent(answer: dict[str, Any] | None) -> str:
     return task_id
 
 
-def final_task(client: Answers, task_id: str, cluster: Cluster) -> dict[str, Any]:
-    ended: dict[str, Any] = {}
-
-    def has_ended() -> bool:
-        task = client.task(task_id)
-        if task is not None and task["status"]["state"] in FINAL:
-            ended.update(task)
-        return bool(ended)
-
-    wait_for(f"task {task_id} ends", has_ended, 300, cluster.logs())
-    return ended
-
-
 def result(task: dict[str, Any]) -> dict[str, Any]:
     """The data of a completed task's result (its last artifact; partial ones come before)."""
     assert task["status"]["state"] == "completed", task["status"]
     (data,) = [p["data"] for p in task["artifacts"][-1]["parts"] if p["kind"] == "data"]
     assert isinstance(data, dict)
     return data
-
-
-def worker_of(cluster: Cluster, task_id: str) -> int:
-    (row,) = query(cluster.database_url, "SELECT worker FROM tasks WHERE id = $1", task_id)
-    return int(row["worker"])
 
 
 def accepted_remote_task(cluster: Cluster, delegation_id: str) -> str:

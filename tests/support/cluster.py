@@ -441,3 +441,23 @@ class Invariants:
             self.dsn, "SELECT count(*) AS n FROM documents WHERE uri LIKE $1", f"{uri_prefix}%"
         )
         return int(rows[0]["n"])
+
+
+def final_task(client: Answers, task_id: str, cluster: Cluster) -> dict[str, Any]:
+    """The task once it has ended, read through `client`."""
+    ended: dict[str, Any] = {}
+
+    def has_ended() -> bool:
+        task = client.task(task_id)
+        if task is not None and task["status"]["state"] in FINAL:
+            ended.update(task)
+        return bool(ended)
+
+    wait_for(f"task {task_id} ends", has_ended, 300, cluster.logs())
+    return ended
+
+
+def worker_of(cluster: Cluster, task_id: str) -> int:
+    """The worker id a task is recorded as run by."""
+    (row,) = query(cluster.database_url, "SELECT worker FROM tasks WHERE id = $1", task_id)
+    return int(row["worker"])
