@@ -8,6 +8,7 @@ behind a gate, so a crawl is in the middle for as long as the test needs it ther
 """
 
 import asyncio
+import base64
 import re
 import threading
 import uuid
@@ -17,9 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import cv2
 import httpx
 import httpx2
 import mcp.types as types
+import numpy as np
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -29,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from agentic_rag.knowledge.sources.ocr import read_image
 from agentic_rag.mcp.resources import PAGE_SIZE
 from agentic_rag.security.auth import FORBIDDEN
 from tests.support.databases import new_database
@@ -36,6 +40,7 @@ from tests.support.knowledge import GARDEN, KITCHEN, article_page
 from tests.support.live import LiveServer, live_server, serve_in_thread
 from tests.support.mcp import Elicitations, Progress, text_of
 from tests.support.outcomes import output
+from tests.support.pdf_samples import scanned_pdf
 from tests.support.security import create_keys
 
 TASKS_VERSION = "2025-11-25"
@@ -211,6 +216,41 @@ async def test_an_ingestion_over_mcp_is_an_a2a_task_with_the_same_result(
     assert output(task) == result.structured_content
     assert artifact_text(task) == text_of(result)
     assert output(task)["job_id"] == match[1]  # the ingestion job is the task's
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["2026-07-28", "2025-11-25"])
+async def test_a_scanned_pdf_comes_back_with_the_image_of_the_page_read_by_ocr(
+    tenants: tuple[Tenant, Tenant], mode: str
+) -> None:
+    alpha, _ = tenants
+    scan = base64.b64encode(scanned_pdf(["Harbour dues", "Paid at the office"])).decode()
+    progress = Progress()
+    async with alpha.mcp(mode=mode) as client:
+        result = await client.call_tool(
+            "ingest_pdf", {"data": scan, "filename": "dues.pdf"}, progress_callback=progress
+        )
+    assert not result.is_error, text_of(result)
+    # The summary, the link to the document, then the page as scanned with its caption.
+    summary, link, caption, image = result.content
+    assert isinstance(summary, types.TextContent) and isinstance(link, types.ResourceLink)
+    assert isinstance(caption, types.TextContent) and isinstance(image, types.ImageContent)
+    assert re.fullmatch(
+        r"Page 1 as scanned: its text was read by OCR \(confidence 0\.\d\d\)", caption.text
+    ), caption.text
+    assert image.mime_type == "image/png"
+    png = base64.b64decode(image.data)
+    page = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED)
+    assert "harbour dues" in read_image(page).text.lower()
+    # The task (over A2A) keeps the page as an artifact of its own: a caption and the file.
+    match = TASK_ID.search(progress.messages[0] or "")
+    assert match is not None
+    task = await alpha.a2a_task(match[1])
+    (attached,) = [a for a in task["artifacts"] if (a.get("metadata") or {}).get("attached")]
+    assert attached["name"] == "page 1 (OCR)"
+    text_part, file_part = attached["parts"]
+    assert text_part == {"kind": "text", "text": caption.text}
+    assert file_part["file"]["mimeType"] == "image/png"
+    assert base64.b64decode(file_part["file"]["bytes"]) == png
 
 
 async def test_a_failed_ingestion_is_an_error_result_with_the_tasks_reason(

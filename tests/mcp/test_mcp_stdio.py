@@ -4,6 +4,7 @@ Every server here is a real process started the way desktop clients start it, dr
 official SDK client over its stdin and stdout.
 """
 
+import base64
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -34,6 +35,7 @@ from tests.support.mcp import (
     until,
     watched_registry,
 )
+from tests.support.pdf_samples import scanned_pdf
 from tests.support.security import create_keys
 
 # The watched skills (tests/support/mcp.py) served in-process over stdio; what they do is
@@ -87,6 +89,8 @@ async def test_agentic_rag_mcp_serves_the_product_from_a_data_dir(data: Path) ->
         assert ingested.structured_content is not None
         document_id = ingested.structured_content["documents"][0]["document_id"]
         got = await client.call_tool("get_document", {"document_id": document_id})
+        scan = base64.b64encode(scanned_pdf(["Otter holt survey"])).decode()
+        scanned = await client.call_tool("ingest_pdf", {"data": scan, "filename": "holt.pdf"})
     assert {"help", "hybrid_retrieve", "ingest_text", "ingest_url", "explain_answer"} <= set(tools)
     assert tools["help"].input_schema == input_schema(HelpInput)
     assert tools["help"].output_schema == output_schema(HelpOutput)
@@ -110,6 +114,11 @@ async def test_agentic_rag_mcp_serves_the_product_from_a_data_dir(data: Path) ->
     assert isinstance(embedded, types.EmbeddedResource)
     assert embedded.resource == content.model_copy(update={"meta": None})
     assert prompt.name == "answer_with_citations"
+    # A page read by OCR comes back as it was scanned, after its caption.
+    caption, image = scanned.content[-2:]
+    assert isinstance(caption, types.TextContent) and caption.text.startswith("Page 1 as scanned")
+    assert isinstance(image, types.ImageContent) and image.mime_type == "image/png"
+    assert base64.b64decode(image.data).startswith(b"\x89PNG")
     assert (data / "postgres").is_dir()  # the engine ran on the embedded database there
 
 

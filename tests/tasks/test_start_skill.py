@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from agentic_rag.config import Settings
 from agentic_rag.engine import Engine
 from agentic_rag.schema.a2a import TaskState
-from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
+from agentic_rag.skills import DataResult, FileResult, SkillContext, SkillError, SkillRegistry
 from agentic_rag.tasks.errors import TaskNotFoundError, TaskRequestError
 from agentic_rag.tasks.outcomes import Canceled, Completed, Failed, NeedsInput, Outcome
 from agentic_rag.tasks.service import TaskService
@@ -36,6 +36,16 @@ def registry() -> SkillRegistry:
     async def count(ctx: SkillContext, args: Count) -> Counted:
         for n in range(1, args.up_to + 1):
             await ctx.progress(f"at {n}")
+        return Counted(numbers=list(range(1, args.up_to + 1)))
+
+    @skills.skill(description="Counts, and attaches what it counted in every form.")
+    async def count_and_attach(ctx: SkillContext, args: Count) -> Counted:
+        await ctx.partial("1, ", artifact_id="so-far")  # a partial result is not attached
+        await ctx.attach("counted", DataResult({"up_to": args.up_to}), name="note")
+        await ctx.attach(
+            FileResult("n.bin", "application/octet-stream", content=bytes(range(args.up_to))),
+            FileResult("n.txt", "text/plain", url="https://example.com/n.txt"),
+        )
         return Counted(numbers=list(range(1, args.up_to + 1)))
 
     @skills.skill(description="Fails with a reason.")
@@ -72,6 +82,18 @@ async def test_a_started_skill_reports_progress_then_its_output_model(tasks: Tas
     assert outcome.skill.name == "count"
     view = await tasks.view("acme", started.task_id)
     assert view.state is TaskState.completed and view.created_at is not None
+
+
+async def test_a_completed_outcome_carries_what_the_skill_attached(tasks: TaskService) -> None:
+    started = await tasks.start_skill("acme", "count_and_attach", {"up_to": 3})
+    outcome = await tasks.outcome("acme", started.task_id, wait=True)
+    assert isinstance(outcome, Completed) and outcome.output == Counted(numbers=[1, 2, 3])
+    assert outcome.attached == [
+        "counted",
+        DataResult({"up_to": 3}),
+        FileResult("n.bin", "application/octet-stream", content=b"\x00\x01\x02"),
+        FileResult("n.txt", "text/plain", url="https://example.com/n.txt"),
+    ]
 
 
 async def test_outcomes_that_are_no_result_are_typed(tasks: TaskService) -> None:

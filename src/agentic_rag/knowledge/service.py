@@ -39,7 +39,7 @@ from agentic_rag.knowledge.results import (
 from agentic_rag.knowledge.retrieval import Retrieval, RetrievalConfig
 from agentic_rag.knowledge.sources.boilerplate import CrawlBoilerplate, SiteBlocks
 from agentic_rag.knowledge.sources.markdown import markdown_sections
-from agentic_rag.knowledge.sources.pdf import PdfError, PdfReader
+from agentic_rag.knowledge.sources.pdf import PageImage, PdfError, PdfReader
 from agentic_rag.knowledge.sources.web import (
     CrawlOptions,
     CrawlOutcome,
@@ -78,6 +78,8 @@ from agentic_rag.storage.pool import Pool
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], Awaitable[None]]
+ShowPages = Callable[[list[PageImage]], Awaitable[None]]
+"""Hands the images of OCR'd pages to the caller, with the result (`ingest_pdf`)."""
 
 ALLOW_PRIVATE_SETTING = "AGENTIC_RAG_INGEST_ALLOW_PRIVATE"
 
@@ -381,7 +383,11 @@ class KnowledgeService:
         path: str | None,
         filename: str | None,
         metadata: dict[str, Any],
+        page_images: int = 0,
+        show_pages: ShowPages | None = None,
     ) -> IngestSummary:
+        """Ingest one PDF; with `page_images` and `show_pages`, the images of that many OCR'd
+        pages, those read with the lowest confidence, go to `show_pages` once it is stored."""
         given = [name for name, value in (("data", data), ("url", url), ("path", path)) if value]
         if len(given) != 1:
             raise InvalidRequest("give exactly one of data (base64), url or path")
@@ -396,10 +402,12 @@ class KnowledgeService:
         async def body(run: JobRun) -> None:
             content, uri = await self._pdf_bytes(data, url, path, filename)
             run.source = SourceRef("pdf", uri, filename or "", metadata)
-            document = await self._read_pdf(run, content, uri, metadata)
+            document, images = await self._read_pdf(run, content, uri, metadata, page_images)
             stored = await self.ingestion.store_document(run, document)
             await run.progress(f"{uri}: {stored.status}, {stored.chunks} chunks")
             run.summary.notes.extend(document.notes)
+            if images and show_pages is not None:
+                await show_pages(images)
 
         return await self.ingestion.run_job(tenant, job_id, "pdf", arguments, report, body)
 
@@ -443,11 +451,12 @@ class KnowledgeService:
         return target.read_bytes()
 
     async def _read_pdf(
-        self, run: JobRun, content: bytes, uri: str, metadata: dict[str, Any]
-    ) -> ExtractedDocument:
-        """The PDF's pages one at a time (bounded memory), with progress per page."""
+        self, run: JobRun, content: bytes, uri: str, metadata: dict[str, Any], page_images: int
+    ) -> tuple[ExtractedDocument, list[PageImage]]:
+        """The PDF's pages one at a time (bounded memory), with progress per page, and the
+        images of the `page_images` OCR'd pages read with the lowest confidence."""
         try:
-            reader = await PdfReader.aopen(content, name=uri)
+            reader = await PdfReader.aopen(content, name=uri, page_images=page_images)
         except PdfError as exc:
             raise Unreadable(str(exc)) from None
         try:
@@ -460,15 +469,15 @@ class KnowledgeService:
                     page=page.number,
                     pages=page.count,
                 )
-            notes = reader.notes()
-            return ExtractedDocument(
+            document = ExtractedDocument(
                 uri=uri,
                 title=reader.title or uri.rstrip("/").rsplit("/", 1)[-1] or uri,
                 mime_type=PDF,
                 sections=sections,
                 metadata={**metadata, "pages": reader.page_count, "ocr_pages": reader.ocr_pages},
-                notes=notes,
+                notes=reader.notes(),
             )
+            return document, reader.page_images
         except PdfError as exc:
             raise Unreadable(str(exc)) from None
         finally:

@@ -24,9 +24,10 @@ from agentic_rag.knowledge.results import (
 )
 from agentic_rag.knowledge.retrieval import Reranker
 from agentic_rag.knowledge.service import KnowledgeService
+from agentic_rag.knowledge.sources.pdf import PageImage
 from agentic_rag.knowledge.store.search import Filters
 from agentic_rag.llm.chat import Chat
-from agentic_rag.skills import SkillContext, SkillError, SkillRegistry
+from agentic_rag.skills import FileResult, SkillContext, SkillError, SkillRegistry
 from agentic_rag.skills.refusals import refusing_skill
 
 SourceKind = Literal["url", "pdf", "youtube", "text"]
@@ -120,6 +121,13 @@ class IngestPdfInput(BaseModel):
     )
     filename: str | None = Field(None, description="The file's name, shown in citations")
     metadata: dict[str, Any] = Field(default_factory=dict)
+    page_images: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="Images of this many OCR'd pages, the least confidently read, returned "
+        "with the result to check the OCR against",
+    )
 
 
 class IngestYoutubeInput(BaseModel):
@@ -342,6 +350,16 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
         file_media_types=["application/pdf"],
     )
     async def ingest_pdf(ctx: SkillContext, args: IngestPdfInput) -> IngestSummary:
+        async def show_pages(images: list[PageImage]) -> None:
+            # A2A: an artifact per page; MCP: a text block and an image block per page.
+            for image in images:
+                await ctx.attach(
+                    f"Page {image.number} as scanned: its text was read by OCR "
+                    f"(confidence {image.confidence:.2f})",
+                    FileResult(f"page-{image.number}.png", "image/png", content=image.png),
+                    name=f"page {image.number} (OCR)",
+                )
+
         return await knowledge.ingest_pdf(
             ctx.tenant,
             ctx.task_id,
@@ -351,6 +369,8 @@ def add_knowledge_skills(registry: SkillRegistry, knowledge: KnowledgeService) -
             path=args.path,
             filename=args.filename,
             metadata=args.metadata,
+            page_images=args.page_images,
+            show_pages=show_pages,
         )
 
     @skill(

@@ -4,7 +4,8 @@ A2A calls (and are the same tasks: A2A `tasks/get` shows them).
 A long ingestion outlives the MCP call that started it. The call starts a task that runs the
 skill (`TaskService.start_skill`), follows its progress, turning every progress text into a
 progress notification (the first one names the task), and answers with the task's outcome:
-the skill's output model, the same structured and text content as a call run in-process. So:
+the skill's output model and what it attached, the same structured and text content as a call
+run in-process. So:
 
 - a client that cancels or times out stops following the task, not the task;
 - a crash resumes the task when a worker starts (`Skill.resumable`, `TaskService.recover`);
@@ -51,7 +52,7 @@ def answer(outcome: Outcome) -> types.CallToolResult:
     name = outcome.skill.name
     match outcome:
         case Completed():
-            return tool_result(outcome.skill, outcome.output)
+            return tool_result(outcome.skill, outcome.output, outcome.attached)
         case Failed():
             return tool_error(f"tool {name!r} failed: {outcome.reason}")
         case Canceled():

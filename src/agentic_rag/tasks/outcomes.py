@@ -6,16 +6,16 @@ outcome with the reason it gives (`Failed`, `Canceled`, `NeedsInput`), or `Runni
 """
 
 from collections.abc import AsyncIterable, AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
 from agentic_rag.schema.a2a import DataPart, Task, TaskState, TaskStatusUpdateEvent
-from agentic_rag.skills import Skill
+from agentic_rag.skills import ResultPart, Skill
 from agentic_rag.tasks import states
 from agentic_rag.tasks.journal import Subscription
-from agentic_rag.tasks.parts import text_of
+from agentic_rag.tasks.parts import attached_parts, text_of
 from agentic_rag.tasks.store import Event
 
 # The metadata key of a task's first message that says when it was created: the record (an
@@ -40,6 +40,7 @@ class Completed:
     task_id: str
     skill: Skill
     output: BaseModel  # an instance of `skill.output_model`
+    attached: list[ResultPart] = field(default_factory=list)  # what the skill attached
     state: TaskState = TaskState.completed
 
 
@@ -144,7 +145,8 @@ def outcome_of(skill: Skill, task: Task) -> Outcome:
         data = _result_data(skill, task)
         if data is None:
             return Failed(task.id, skill, "the task completed without a result")
-        return Completed(task.id, skill, skill.output_model.model_validate(data))
+        output = skill.output_model.model_validate(data)
+        return Completed(task.id, skill, output, attached_parts(task))
     if state in (TaskState.failed, TaskState.rejected):
         return Failed(task.id, skill, text, state)
     if state is TaskState.canceled:

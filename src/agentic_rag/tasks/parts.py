@@ -2,10 +2,12 @@
 shapes: the stored format)."""
 
 import base64
+from collections.abc import Sequence
 from typing import Any
 
 from agentic_rag.ids import new_id
 from agentic_rag.schema.a2a import (
+    Artifact,
     DataPart,
     FilePart,
     FileWithBytes,
@@ -39,6 +41,45 @@ def data_part(data: dict[str, Any]) -> Part:
     # Validated too: `data` is a dict of Any, so validation reads its top level only, however
     # large the output (28,000 instructions a call against model_construct's 49,000).
     return Part(DataPart(kind="data", data=data))
+
+
+UNKNOWN_MEDIA_TYPE = "application/octet-stream"
+ATTACHED = "attached"
+"""The metadata key that marks an artifact a skill attached (`SkillContext.attach`), apart from
+its result and its partial results."""
+
+
+def attached_artifact(parts: Sequence[ResultPart], name: str | None) -> Artifact:
+    return Artifact(
+        artifact_id=new_id(),
+        name=name,
+        parts=[result_part(p) for p in parts],
+        metadata={ATTACHED: True},
+    )
+
+
+def attached_parts(task: Task) -> list[ResultPart]:
+    """What the task's skill attached, in order, as it attached it."""
+    return [
+        _attached(part)
+        for artifact in task.artifacts or []
+        if artifact.metadata and artifact.metadata.get(ATTACHED) is True
+        for part in artifact.parts
+    ]
+
+
+def _attached(part: Part) -> ResultPart:
+    match part.root:
+        case TextPart(text=text):
+            return text
+        case DataPart(data=data):
+            return DataResult(data)
+        case FilePart(file=file):
+            name, media_type = file.name or "attachment", file.mime_type or UNKNOWN_MEDIA_TYPE
+            if isinstance(file, FileWithBytes):
+                return FileResult(name, media_type, content=base64.b64decode(file.bytes))
+            return FileResult(name, media_type, url=file.uri)
+    raise AssertionError(f"unknown part {part.root!r}")
 
 
 def result_part(part: ResultPart) -> Part:

@@ -25,7 +25,7 @@ from agentic_rag.skills.metering import SkillCall
 from agentic_rag.storage.outage import database_unreachable
 from agentic_rag.tasks import states
 from agentic_rag.tasks.active import ActiveTask, ActiveTasks
-from agentic_rag.tasks.parts import agent_text, data_part, result_part, text_of, text_part
+from agentic_rag.tasks.parts import agent_text, attached_artifact, data_part, text_of, text_part
 from agentic_rag.tasks.service import TaskService
 
 log = logging.getLogger(__name__)
@@ -82,8 +82,7 @@ class TaskSkillContext:
 
     async def attach(self, *parts: ResultPart, name: str | None = None) -> None:
         await self._leased()
-        artifact = Artifact(artifact_id=new_id(), name=name, parts=[result_part(p) for p in parts])
-        self._emit_artifact(artifact, append=False, last_chunk=True)
+        self._emit_artifact(attached_artifact(parts, name), append=False, last_chunk=True)
 
     async def _leased(self) -> None:
         """Go on only while this worker holds its lease: after its database connection

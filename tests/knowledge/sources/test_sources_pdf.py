@@ -2,9 +2,13 @@
 
 from pathlib import Path
 
+import cv2
+import numpy as np
 import pytest
 
+from agentic_rag.knowledge.sources.ocr import read_image
 from agentic_rag.knowledge.sources.pdf import (
+    PAGE_IMAGE_SIDE,
     CorruptPdfError,
     EmptyPdfError,
     EncryptedPdfError,
@@ -51,6 +55,31 @@ def test_a_scanned_page_is_read_by_ocr_and_the_result_says_so() -> None:
         assert word in words
     assert document.metadata["ocr_pages"] == [2]
     assert document.notes == ["page 2 of 2 was read by OCR (no text layer)"]
+
+
+def test_the_least_confidently_read_pages_are_kept_as_images_of_the_page() -> None:
+    pages = [["Harbour dues", "Paid at the office"], ["Ferry timetable"], ["Tide tables", "May"]]
+    with PdfReader(scanned_pdf(*pages), page_images=2) as reader:
+        confidence = {page.number: page.confidence for page in reader.pages()}
+        images = reader.page_images
+    least = sorted(confidence, key=lambda number: (confidence[number], number))[:2]
+    assert [image.number for image in images] == sorted(least)
+    for image in images:
+        assert image.confidence == confidence[image.number]
+        # A grey PNG of the page: read again, it shows that page's words.
+        decoded = cv2.imdecode(np.frombuffer(image.png, np.uint8), cv2.IMREAD_UNCHANGED)
+        assert decoded.ndim == 2 and max(decoded.shape) <= PAGE_IMAGE_SIDE
+        assert pages[image.number - 1][0].lower() in read_image(decoded).text.lower()
+
+
+def test_only_pages_read_by_ocr_are_imaged_and_none_unless_asked() -> None:
+    data = mixed_pdf(["Quarterly revenue grew."], ["Scanned invoice number 4711"])
+    with PdfReader(data, page_images=5) as reader:
+        list(reader.pages())
+        assert [image.number for image in reader.page_images] == [2]
+    with PdfReader(data) as reader:
+        list(reader.pages())
+        assert reader.ocr_pages == [2] and reader.page_images == []
 
 
 async def test_pages_stream_one_at_a_time_off_the_event_loop() -> None:
