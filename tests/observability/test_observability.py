@@ -583,10 +583,10 @@ def test_every_metric_is_documented_with_its_labels() -> None:
         rows = [line for line in doc if line.startswith(f"| `{name}` | {family.type} |")]
         assert len(rows) == 1, f"docs/operations.md lacks a row for {name}"
         collector = next(
-            c for c in vars(metrics).values() if getattr(c, "_name", None) == family.name
+            c for c in vars(metrics).values() if getattr(c, "name", None) == family.name
         )
         documented = {label.strip(" `") for label in rows[0].split("|")[3].split(",")}
-        assert documented == set(collector._labelnames), name
+        assert documented == set(collector.labelnames), name
 
 
 async def test_a_loop_that_keeps_failing_logs_once_then_once_when_it_works_again(

@@ -33,5 +33,7 @@ async def test_without_redis_requests_are_served_uncounted_with_one_warning(
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith(f"rate limits: Redis (REDIS_URL {url}) failed (ConnectionError")
     assert warnings[0].endswith("requests are served without rate limits until it answers")
-    served = metrics.rate_limits_uncounted.labels("credential")._value.get()
+    served = metrics.registry.get_sample_value(
+        "agentic_rag_rate_limits_uncounted_total", {"check": "credential"}
+    )
     assert served == 5

@@ -25,6 +25,14 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from agentic_rag.observability.tally import (
+    Count,
+    Distribution,
+    Family,
+    local_counter,
+    local_histogram,
+)
+
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 # Set (by `agentic-rag serve --workers N`) before the workers start: their counts go to files
 # in this directory, and `/metrics` on any worker reports the sum over all of them.
@@ -35,7 +43,10 @@ _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
 
 
 class Metrics:
-    """The metrics of one app. Names and labels are documented in docs/operations.md."""
+    """The metrics of one app. Names and labels are documented in docs/operations.md.
+
+    A worker alone keeps its counts in plain numbers (`tally`); workers that share their
+    metrics write them to files through prometheus_client."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -43,90 +54,91 @@ class Metrics:
         if self._shared_dir is None:  # process metrics of one worker would mislead
             ProcessCollector(registry=self.registry)
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
-        r = self.registry
-        self.http_requests = Counter(
+        self.http_requests = self._counter(
             "agentic_rag_http_requests",
             "HTTP requests answered, by route template, method and status code.",
             ["route", "method", "status"],
-            registry=r,
         )
-        self.http_duration = Histogram(
+        self.http_duration = self._histogram(
             "agentic_rag_http_request_duration_seconds",
             "Time from receiving a request to the end of its response (streams included).",
             ["route", "method"],
             buckets=_DURATION_BUCKETS,
-            registry=r,
         )
-        self.jsonrpc_calls = Counter(
+        self.jsonrpc_calls = self._counter(
             "agentic_rag_jsonrpc_calls",
             "A2A JSON-RPC calls by method and outcome: ok, or the JSON-RPC error code.",
             ["method", "outcome"],
-            registry=r,
         )
-        self.task_transitions = Counter(
+        self.task_transitions = self._counter(
             "agentic_rag_task_transitions",
             "Tasks entering a state (submitted, working, completed, ...).",
             ["state"],
-            registry=r,
         )
-        self.skill_calls = Counter(
+        self.skill_calls = self._counter(
             "agentic_rag_skill_calls",
             "Skill calls by skill, protocol (a2a, mcp) and outcome "
             "(ok, input_required, error, canceled, exception).",
             ["skill", "protocol", "outcome"],
-            registry=r,
         )
-        self.skill_duration = Histogram(
+        self.skill_duration = self._histogram(
             "agentic_rag_skill_duration_seconds",
             "How long skill calls take, by skill and protocol.",
             ["skill", "protocol"],
             buckets=_DURATION_BUCKETS,
-            registry=r,
         )
-        self.rate_limited = Counter(
+        self.rate_limited = self._counter(
             "agentic_rag_rate_limited",
             "Requests refused by the rate limiter, by kind of credential.",
             ["credential_kind"],
-            registry=r,
         )
-        self.rate_limits_uncounted = Counter(
+        self.rate_limits_uncounted = self._counter(
             "agentic_rag_rate_limits_uncounted",
             "Rate limit checks skipped because their store (REDIS_URL) failed: the requests "
             "were served without counting them, by check (credential, auth-failures).",
             ["check"],
-            registry=r,
         )
-        self.peer_health_changes = Counter(
+        self.peer_health_changes = self._counter(
             "agentic_rag_peer_health_changes",
             "Peers of the agent network changing health, by the new status (healthy, unhealthy).",
             ["status"],
-            registry=r,
         )
 
-        self.graph_llm_calls = Counter(
+        self.graph_llm_calls = self._counter(
             "agentic_rag_graph_llm_calls",
             "LLM calls of the knowledge graph (extraction, summaries), by outcome (ok, error).",
             ["outcome"],
-            registry=r,
         )
-        self.graph_llm_tokens = Counter(
+        self.graph_llm_tokens = self._counter(
             "agentic_rag_graph_llm_tokens",
             "Tokens of the graph's LLM calls as the endpoint reports them, by kind "
             "(prompt, completion).",
             ["kind"],
-            registry=r,
         )
-        self.graph_episode_duration = Histogram(
+        self.graph_episode_duration = self._histogram(
             "agentic_rag_graph_episode_duration_seconds",
             "How long one attempt at extracting a queued episode takes, by outcome "
             "(done, retry, failed).",
             ["outcome"],
             buckets=_DURATION_BUCKETS,
-            registry=r,
         )
 
+    def _counter(
+        self, name: str, documentation: str, labelnames: list[str]
+    ) -> Counter | Family[Count]:
+        if self._shared_dir is None:
+            return local_counter(self.registry, name, documentation, labelnames)
+        return Counter(name, documentation, labelnames, registry=self.registry)
+
+    def _histogram(
+        self, name: str, documentation: str, labelnames: list[str], buckets: tuple[float, ...]
+    ) -> Histogram | Family[Distribution]:
+        if self._shared_dir is None:
+            return local_histogram(self.registry, name, documentation, labelnames, buckets)
+        return Histogram(name, documentation, labelnames, buckets=buckets, registry=self.registry)
+
     def child(self, metric: Any, *labels: str) -> Any:
-        """`metric.labels(*labels)`, cached: `labels()` takes a lock and checks on every call."""
+        """`metric.labels(*labels)`, cached: `labels()` checks and converts its values."""
         key = (id(metric), labels)
         found = self._children.get(key)
         if found is None:
