@@ -42,8 +42,7 @@ from agentic_rag.knowledge.store import KnowledgeStore
 from agentic_rag.knowledge.store.search import Filters, Hit
 from agentic_rag.knowledge.store.spaces import Space
 from agentic_rag.knowledge.trajectories import TrajectoryStore
-from agentic_rag.llm.chat import Chat, OpenAIChat
-from agentic_rag.skills import SkillError
+from agentic_rag.llm.chat import Chat, ChatError, OpenAIChat
 
 Retriever = Literal["dense", "lexical", "graph"]
 Reranker = Literal["rrf", "mmr", "cross-encoder", "llm"]
@@ -391,7 +390,7 @@ class Retrieval:
         if model is not None and passages:
             try:
                 synthesis = await answers.synthesised(model, query, passages)
-            except SkillError as exc:
+            except ChatError as exc:
                 if model is self._llm:
                     raise
                 # The caller's model may be declined by its user: the quotes still answer.

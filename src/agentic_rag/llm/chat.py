@@ -18,14 +18,14 @@ from tenacity import (
 )
 
 from agentic_rag.llm.endpoint import ChatEndpoint, schema_in_json_object
-from agentic_rag.skills import SkillError
 
 # What answers, reranking and planning ask of a model, whichever it is: OpenAIChat below, or the
 # caller's own (SkillContext.client_model). Defined in the skills layer, which names it too.
 from agentic_rag.skills.chat import Chat as Chat
+from agentic_rag.skills.chat import ChatError as ChatError
 
 
-class LLMError(SkillError):
+class LLMError(ChatError):
     """The LLM endpoint failed or answered something unusable; the message says which (the
     skill that needed it fails with it)."""
 

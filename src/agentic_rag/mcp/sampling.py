@@ -47,7 +47,7 @@ from pydantic import BaseModel, ValidationError
 from agentic_rag.llm.chat import Chat, LLMError
 from agentic_rag.mcp.access import Context
 from agentic_rag.mcp.elicitation import Gathered
-from agentic_rag.skills import ClientRoot, InputRequired
+from agentic_rag.skills import ClientRoot, InputRequired, SkillError
 
 ROOTS_KEY = "roots"
 """The key of the `roots/list` request an `InputRequiredResult` carries."""
@@ -129,7 +129,7 @@ class SessionRoots:
                 metadata=ServerMessageMetadata(related_request_id=self._ctx.request_id),
             )
         except MCPError as exc:
-            raise LLMError(f"the client did not list its roots: {exc.message}") from None
+            raise SkillError(f"the client did not list its roots: {exc.message}") from None
         return roots_of(result)
 
 
@@ -206,7 +206,7 @@ class ReplayedModel:
 
 class ClientRoots(Protocol):
     async def roots(self) -> list[ClientRoot]:
-        """The client's roots; LLMError (a `SkillError`) when it cannot list them."""
+        """The client's roots; `SkillError` when it cannot list them."""
         ...
 
 

@@ -9,6 +9,11 @@ from collections.abc import Sequence
 from typing import Protocol
 
 
+class ChatError(Exception):
+    """A chat model did not answer, or answered something unusable; the message says which.
+    A skill that needs the answer fails with it (`refusals.refusing_skill` maps it)."""
+
+
 class Chat(Protocol):
     async def complete(
         self,
@@ -18,6 +23,6 @@ class Chat(Protocol):
         json_object: bool = False,
     ) -> str:
         """The assistant's reply to `messages` (OpenAI's roles: system, user, assistant); with
-        `json_object`, a JSON object as text. A model that cannot answer raises `SkillError`
+        `json_object`, a JSON object as text. A model that cannot answer raises `ChatError`
         (llm/chat.py's LLMError) saying why."""
         ...
