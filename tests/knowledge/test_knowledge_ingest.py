@@ -232,6 +232,21 @@ def test_pdfs_from_a_file_part_and_from_a_path(
     task = call(alpha.client, "message/send", {"message": message})["result"]
     summary = output(task)
     assert summary["documents"][0]["uri"] == "birds.pdf"
+    # A PDF sent with no skill named is for the one skill that takes PDFs.
+    message = text_message("")
+    message["parts"] = [
+        {
+            "kind": "file",
+            "file": {
+                "bytes": base64.b64encode(text_pdf([["Puffins nest in burrows."]])).decode(),
+                "name": "puffins.pdf",
+                "mimeType": "application/pdf",
+            },
+        },
+    ]
+    task = call(alpha.client, "message/send", {"message": message})["result"]
+    assert task["status"]["state"] == "completed", task["status"]
+    assert output(task)["documents"][0]["uri"] == "puffins.pdf"
     hit = output(alpha.skill("vector_search", query="terns diving for fish", top_k=1))["hits"][0]
     assert hit["provenance"]["page"] == 2
     # A path is read only inside the configured ingestion directory.

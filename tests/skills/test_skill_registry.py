@@ -6,13 +6,17 @@ from pydantic import BaseModel
 from agentic_rag.a2a.invocation import resolve
 from agentic_rag.config import Settings
 from agentic_rag.engine import Engine
-from agentic_rag.schema.a2a import Message, Part, Role, TextPart
+from agentic_rag.schema.a2a import FilePart, FileWithBytes, Message, Part, Role, TextPart
 from agentic_rag.skills import SkillContext, SkillRegistry
 from agentic_rag.skills.help import default_registry
 
 
 class In(BaseModel):
     name: str
+
+
+class FileIn(BaseModel):
+    data: str
 
 
 class Out(BaseModel):
@@ -102,3 +106,42 @@ def test_the_product_answers_questions_and_ingests_bare_urls() -> None:
     # A URL inside a question is part of the question.
     asked = "What does https://example.com/ say about pricing?"
     assert _resolve(registry, asked) == ("hybrid_retrieve", {"query": asked})
+
+
+def _with_file(text: str, media_type: str) -> Message:
+    file = FileWithBytes(bytes="JVBERi0=", name="sent.pdf", mimeType=media_type)
+    return Message(
+        role=Role.user,
+        message_id="m",
+        kind="message",
+        parts=[Part(TextPart(kind="text", text=text)), Part(FilePart(kind="file", file=file))],
+    )
+
+
+def test_a_file_with_no_skill_named_goes_to_the_one_skill_that_takes_its_type() -> None:
+    registry = Engine(Settings()).registry
+    pdf = resolve(registry, [_with_file("Keep this", "application/pdf; version=1.7")])
+    assert (pdf.skill.name, pdf.arguments) == (
+        "ingest_pdf",
+        {"data": "JVBERi0=", "filename": "sent.pdf"},
+    )
+    # A type no skill takes is no route: the text is a question, as without the file.
+    other = resolve(registry, [_with_file("Keep this", "image/png")])
+    assert (other.skill.name, other.arguments["query"]) == ("hybrid_retrieve", "Keep this")
+
+
+def test_a_file_type_two_skills_take_routes_to_neither() -> None:
+    registry = SkillRegistry()
+    for name in ("first_reader", "second_reader"):
+
+        @registry.skill(
+            name=name,
+            description="Reads PDFs.",
+            file_argument="data",
+            file_media_types=["application/pdf"],
+        )
+        async def reader(ctx: SkillContext, args: FileIn) -> Out:
+            return Out(greeting="")
+
+    assert registry.reading("application/pdf") is None
+    assert registry.get("first_reader") is not None

@@ -4,8 +4,9 @@
   wins. `arguments` of every DataPart of the task are merged in order, later ones winning, so
   a continuation can send just `{"arguments": {...}}`.
 - Without a named skill, plain text that a text route matches (a bare URL: something to
-  ingest) goes to that route's skill; other text goes to the registry's default skill, and
-  the text of the first message fills its `text_argument`.
+  ingest) goes to that route's skill; else a file in the first message of a type only one
+  skill takes (a PDF: `ingest_pdf`) goes to that skill; other text goes to the registry's
+  default skill, and the text of the first message fills its `text_argument`.
 - A `FilePart` fills the skill's `file_argument` (base64 content), or `url` (a file by URI),
   and `filename` with its name, unless the arguments give them.
 - When arguments are missing the task pauses in `input-required` saying which; if exactly one
@@ -64,6 +65,8 @@ def resolve(registry: SkillRegistry, history: Sequence[Message]) -> Invocation:
         if routed is not None:
             name, given = routed
             arguments = {**given, **arguments}
+        else:
+            name = _file_reader(registry, user_messages[0])
     skill_name = name or registry.default_skill
     if skill_name is None:
         raise TaskRequestError('name a skill with a DataPart {"skill": name, "arguments": {}}')
@@ -79,6 +82,16 @@ def resolve(registry: SkillRegistry, history: Sequence[Message]) -> Invocation:
         _fill_from_file(skill, user_messages, arguments)
     replies = [t for t in map(text_of, user_messages[1:]) if t]
     return Invocation(skill, arguments, replies)
+
+
+def _file_reader(registry: SkillRegistry, message: Message) -> str | None:
+    """The skill that takes the message's first file, by its media type, if one alone does."""
+    for part in message.parts:
+        if isinstance(part.root, FilePart):
+            media_type = part.root.file.mime_type
+            reader = registry.reading(media_type) if media_type else None
+            return reader.name if reader is not None else None
+    return None
 
 
 def _fill_from_file(skill: Skill, messages: Sequence[Message], arguments: dict[str, Any]) -> None:

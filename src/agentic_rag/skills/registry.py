@@ -260,6 +260,13 @@ class SkillRegistry:
                 return route.skill, {route.argument: match.group("value")}
         return None
 
+    def reading(self, media_type: str) -> Skill | None:
+        """The skill that takes files of `media_type` (its parameters aside), if exactly one
+        does: a file sent with no skill named is for it."""
+        bare = media_type.split(";", 1)[0].strip().lower()
+        readers = [skill for skill in self if bare in skill.file_media_types]
+        return readers[0] if len(readers) == 1 else None
+
     def add(self, skill: Skill) -> Skill:
         if skill.name in self._skills:
             raise ValueError(f"skill {skill.name!r} is already registered")
