@@ -93,6 +93,14 @@ def _dump(model: BaseModel) -> str:
     return model.model_dump_json(by_alias=True, exclude_none=True)
 
 
+_VERSION_HEADER = v1.VERSION_HEADER.lower().encode("latin-1")  # ASGI names are lower case
+
+
+def _header(headers: dict[bytes, bytes], name: bytes) -> str:
+    """A header of `headers` (raw, by lower-case name) as Starlette decodes it; "" if absent."""
+    return headers.get(name, b"").decode("latin-1")
+
+
 def _validate[M: BaseModel](model: type[M], params: Any) -> M:
     if not isinstance(params, dict):
         raise InvalidParamsError("params must be an object")
@@ -206,10 +214,13 @@ class A2AEndpoints:
         request_id: RequestId = None
         method: str | None = None
         try:
-            body = await self._read_body(request)
+            # The headers read here, in one pass over the raw list (a Headers.get scans it
+            # each time); the first of a repeated header wins, as with Headers.get.
+            headers = dict(reversed(request.scope["headers"]))
+            body = await self._read_body(request, headers)
             call = jsonrpc.parse(body, max_depth=self._settings.max_json_depth)
             request_id, method = call.id, call.method
-            if v1.selects(request, call.method):  # A2A 1.0, or a version none speaks
+            if v1.selects(_header(headers, _VERSION_HEADER)):  # A2A 1.0, or a version none speaks
                 return await self._v1_rpc.answer(request, call, body)
             handler = self._methods.get(call.method)
             if handler is None:
@@ -267,8 +278,8 @@ class A2AEndpoints:
             record_rpc_call(request.scope, method, str(error.code))
         return self._error(request_id, error, status)
 
-    async def _read_body(self, request: Request) -> bytes:
-        content_type = request.headers.get("content-type", "")
+    async def _read_body(self, request: Request, headers: dict[bytes, bytes]) -> bytes:
+        content_type = _header(headers, b"content-type")
         if content_type.split(";")[0].strip().lower() != JSON:
             raise RPCError(
                 None,
@@ -281,7 +292,7 @@ class A2AEndpoints:
         too_large = RPCError(
             None, InvalidRequestError(f"the body exceeds {limit} bytes"), status=413
         )
-        declared = request.headers.get("content-length", "")
+        declared = _header(headers, b"content-length")
         if declared.isdigit() and int(declared) > limit:
             raise too_large
         chunks, size = [], 0

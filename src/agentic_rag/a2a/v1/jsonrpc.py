@@ -70,16 +70,26 @@ def major_minor(version: str) -> str:
     return ".".join(version.strip().split(".")[:2])
 
 
+_OLDER_VERSIONS = KNOWN_VERSIONS - {"1.0"}
+
+
+def version_asked(header: str) -> str:
+    """An A2A-Version header's value as major.minor; empty means 0.3 (spec §3.6.2)."""
+    return major_minor(header) or "0.3"
+
+
 def requested_version(request: Request) -> str:
-    """The A2A-Version the caller asked for, as major.minor; empty means 0.3 (spec §3.6.2)."""
-    return major_minor(request.headers.get(VERSION_HEADER, "")) or "0.3"
+    """The A2A-Version the caller asked for, as major.minor."""
+    return version_asked(request.headers.get(VERSION_HEADER, ""))
 
 
-def selects(request: Request, method: str) -> bool:
-    """Whether this binding answers the call: one that asks for A2A 1.0, or for a version no
-    binding here speaks (to refuse it). Every other call is 0.2.1's or 0.3's, unchanged: a
-    1.0 method name without the header is a 0.3 call to a method 0.3 lacks (-32601)."""
-    return requested_version(request) not in KNOWN_VERSIONS - {"1.0"}
+def selects(version_header: str) -> bool:
+    """Whether this binding answers a call with this A2A-Version header (empty if none): one
+    that asks for A2A 1.0, or for a version no binding here speaks (to refuse it). Every other
+    call is 0.2.1's or 0.3's, unchanged: a 1.0 method name without the header is a 0.3 call to
+    a method 0.3 lacks (-32601). The caller reads the header (`A2AEndpoints.rpc` reads the
+    headers it needs in one pass)."""
+    return version_asked(version_header) not in _OLDER_VERSIONS
 
 
 class JsonRpcV1:
