@@ -4,6 +4,7 @@ when the embedding model changes (the new model served by the test double of a h
 embeddings API, tests/support/embeddings_double.py)."""
 
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from agentic_rag.embedding.embedders import LocalEmbedder
 from tests.support.embeddings_double import EmbeddingsDouble
 from tests.support.live import free_port, live_server, serve_in_thread
-from tests.support.pdf_samples import text_pdf
+from tests.support.pdf_samples import scanned_pdf, text_pdf
 from tests.support.security import create_key
 
 BIN = Path(__file__).resolve().parents[2] / ".venv" / "bin"
@@ -73,13 +74,19 @@ def test_ingest_query_and_sources_on_a_local_data_directory(
 
 
 def test_the_same_commands_against_a_running_server(
-    database_url: str, notes: Path, data_dir: Path
+    database_url: str, notes: Path, data_dir: Path, tmp_path: Path
 ) -> None:
     key = create_key(database_url, "acme", ["read", "write"])
+    scan = tmp_path / "frames.pdf"
+    scan.write_bytes(scanned_pdf(["Frames hang in the brood box"]))
     with live_server(None, database_url=database_url, data_dir=data_dir) as server:
         remote = ("--url", server.url, "--api-key", key)
         ingested = agentic_rag("ingest", str(notes), *remote)
         assert ingested.returncode == 0, ingested.stderr
+        # The page images come with the result: the terminal names them and their task.
+        scanned = agentic_rag("ingest", str(scan), *remote)
+        assert scanned.returncode == 0, scanned.stderr
+        assert re.search(r"attached: page-1\.png \(the artifacts of task \w+", scanned.stdout)
         asked = agentic_rag("query", "What calms the bees?", *remote)
         assert asked.returncode == 0, asked.stderr
         assert "Smoke calms the bees" in asked.stdout

@@ -39,17 +39,32 @@ def skill_message(skill: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def result_of(task: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The structured result and the readable text of a completed task; SkillCallError else."""
+def result_of(task: dict[str, Any], skill: str) -> tuple[dict[str, Any], str]:
+    """The structured result and the readable text of a completed task of `skill` (the
+    artifact named after it), with a line naming the files it attached; SkillCallError else."""
     status = task.get("status", {})
     if status.get("state") != "completed":
         parts = (status.get("message") or {}).get("parts") or [{}]
         reason = parts[0].get("text") or status.get("state")
         raise SkillCallError(f"{reason} (task {task.get('id')}, {status.get('state')})")
-    (artifact,) = task["artifacts"]
+    artifacts = task.get("artifacts") or []
+    artifact = next(a for a in reversed(artifacts) if a.get("name") == skill)
     data = next(p["data"] for p in artifact["parts"] if p["kind"] == "data")
     text = next(p["text"] for p in artifact["parts"] if p["kind"] == "text")
-    return data, text
+    files = [
+        p["file"].get("name") or "a file"
+        for a in artifacts
+        for p in a["parts"]
+        if p["kind"] == "file"
+    ]
+    return data, text + attached_note(files, task["id"])
+
+
+def attached_note(files: list[str], task_id: str) -> str:
+    """What the terminal does not show: the files the skill attached, and where they are."""
+    if not files:
+        return ""
+    return f"\nattached: {', '.join(files)} (the artifacts of task {task_id}: A2A tasks/get)"
 
 
 def progress_text(event: dict[str, Any]) -> str | None:
@@ -82,6 +97,7 @@ class LocalSkills:
         return self
 
     async def call(self, skill: str, arguments: dict[str, Any], progress: Progress) -> Answer:
+        from agentic_rag.skills import FileResult
         from agentic_rag.tasks.errors import TaskError
         from agentic_rag.tasks.outcomes import Canceled, Completed, Failed, NeedsInput, Running
 
@@ -97,8 +113,10 @@ class LocalSkills:
             started.close()
         outcome = await tasks.outcome(tenant, started.task_id)
         match outcome:
-            case Completed(output=output):
-                return output.model_dump(mode="json"), outcome.skill.readable(output)
+            case Completed(output=output, attached=attached):
+                files = [part.name for part in attached if isinstance(part, FileResult)]
+                text = outcome.skill.readable(output) + attached_note(files, outcome.task_id)
+                return output.model_dump(mode="json"), text
             case (
                 Failed(reason=said)
                 | Canceled(reason=said)
@@ -149,7 +167,7 @@ class RemoteSkills:
             raise SkillCallError(f"cannot reach {self._client.base_url}: {exc}") from None
         if task is None:
             raise SkillCallError("the server's stream ended without the task")
-        return result_of(task)
+        return result_of(task, skill)
 
     async def aclose(self) -> None:
         await self._client.aclose()
