@@ -25,6 +25,7 @@ from agentic_rag.schema.a2a import (
     TaskState,
     TaskStatus,
 )
+from agentic_rag.schema.base import changed
 from agentic_rag.schema.compat import PushConfig, SendParams
 from agentic_rag.security.ssrf import SSRFGuard
 from agentic_rag.skills import SkillRegistry
@@ -227,7 +228,7 @@ class TaskService:
         with `claim` (a client-chosen id, which another worker may be creating too), queue it
         only once its creation is durably this one."""
         context_id = message.context_id or context_id or new_id()
-        message = message.model_copy(update={"task_id": task_id, "context_id": context_id})
+        message = changed(message, task_id=task_id, context_id=context_id)
         if invocation is None:
             invocation = self.read_call([message])
         arguments = invocation.check()

@@ -17,6 +17,7 @@ from agentic_rag.schema.a2a import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+from agentic_rag.schema.base import changed
 
 S = TaskState
 
@@ -95,18 +96,18 @@ def apply(task: Task | None, event: TaskEvent) -> Task:
             if status.state not in TRANSITIONS[state]:
                 raise IllegalTransition(f"task {task.id}: {state} -> {status.state}")
             if status.message is None:
-                return task.model_copy(update={"status": status})
+                return changed(task, status=status)
             history = [*(task.history or []), status.message]
-            return task.model_copy(update={"status": status, "history": history})
+            return changed(task, status=status, history=history)
         case TaskArtifactUpdateEvent(artifact=artifact, append=append):
             if state is not S.working:
                 raise IllegalTransition(f"task {task.id}: artifact while {state}")
             artifacts = _merge_artifact(task.artifacts or [], artifact, bool(append))
-            return task.model_copy(update={"artifacts": artifacts})
+            return changed(task, artifacts=artifacts)
         case Message(role=Role.user):
             if state not in TAKES_MESSAGES:
                 raise IllegalTransition(f"task {task.id}: message while {state}")
-            return task.model_copy(update={"history": [*(task.history or []), event]})
+            return changed(task, history=[*(task.history or []), event])
         case _:
             raise IllegalTransition(f"task {task.id}: unexpected event {type(event).__name__}")
 
