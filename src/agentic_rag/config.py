@@ -140,6 +140,11 @@ class Settings(BaseSettings):
     jwt_scopes_claim: str = Field(
         "scope", description="The JWT claim with scopes (space-separated or a list)."
     )
+    jwt_groups_claim: str = Field(
+        "tool_groups",
+        description="The JWT claim with the groups of tools the token selects (space-separated "
+        "or a list); a token without it selects none: every group offered.",
+    )
 
     redis_url: str | None = Field(
         None,

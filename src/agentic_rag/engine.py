@@ -294,4 +294,5 @@ def _jwt_verifier(settings: Settings) -> JWTVerifier | None:
         algorithm=settings.jwt_algorithm,
         tenant_claim=settings.jwt_tenant_claim,
         scopes_claim=settings.jwt_scopes_claim,
+        groups_claim=settings.jwt_groups_claim,
     )

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import asyncpg
 import httpx
+import httpx2
 import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from agentic_rag.config import ToolGroup
@@ -25,7 +27,7 @@ from agentic_rag.storage.postgres import connect
 from tests.support.databases import new_database, own_data_dir
 from tests.support.live import LiveServer, live_server
 from tests.support.mcp import BIN, base_env, keyed_client, mcp_url
-from tests.support.security import create_keys
+from tests.support.security import AUDIENCE, ISSUER, SECRET, claims, create_keys, hs256
 
 # Characters of the tools/list result every conversation of an MCP client pays for.
 BUDGET = 30_000
@@ -214,6 +216,40 @@ async def test_a_deployment_names_the_groups_it_offers(postgres_dsn: str, tmp_pa
     assert refused.value.code == types.INVALID_PARAMS
     assert "which this server does not offer" in refused.value.message
     assert compat == {"help"}
+
+
+def bearer_client(server: LiveServer, token: str) -> Client:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+    return Client(streamable_http_client(mcp_url(server), http_client=http))
+
+
+async def test_a_jwt_selects_groups_with_its_claim(postgres_dsn: str, tmp_path: Path) -> None:
+    database_url = await new_database(postgres_dsn)
+    jwt = {"jwt_secret": SECRET, "jwt_issuer": ISSUER, "jwt_audience": AUDIENCE}
+    with live_server(None, database_url=database_url, data_dir=tmp_path, **jwt) as server:
+        async with bearer_client(server, hs256(claims(tool_groups="knowledge"))) as client:
+            tools = {t.name for t in (await listed(client)).tools}
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("add_memory", {"name": "n", "episode_body": "b"})
+        async with bearer_client(server, hs256(claims())) as client:
+            every = {t.name for t in (await listed(client)).tools}
+        unknown_group = hs256(claims(tool_groups=["knowledge", "search"]))
+        async with httpx.AsyncClient() as http:
+            unknown = await http.post(
+                mcp_url(server),
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={
+                    "Authorization": f"Bearer {unknown_group}",
+                    "MCP-Protocol-Version": "2025-11-25",
+                    "Accept": "application/json, text/event-stream",
+                },
+            )
+    assert "hybrid_retrieve" in tools and "add_memory" not in tools and "ingest_url" not in tools
+    assert refused.value.code == FORBIDDEN
+    assert "(its groups: knowledge)" in refused.value.message
+    assert {"hybrid_retrieve", "add_memory", "ingest_url"} <= every  # no claim: no selection
+    assert unknown.status_code == 401
+    assert "the token's 'tool_groups' claim: unknown tool groups ['search']" in unknown.text
 
 
 async def test_over_stdio_every_group_stays_within_budget() -> None:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import httpx
 import jwt
 
+from agentic_rag.security.api_keys import checked_groups
 from agentic_rag.security.principal import Principal
 
 JWKS_REFRESH_SECONDS = 30.0  # an unknown kid refetches the JWKS at most this often
@@ -34,6 +35,7 @@ class JWTVerifier:
         algorithm: Literal["RS256", "ES256"] = "RS256",
         tenant_claim: str = "tenant",
         scopes_claim: str = "scope",
+        groups_claim: str = "tool_groups",
         client: httpx.AsyncClient | None = None,
     ) -> None:
         if secret is None and jwks_url is None:
@@ -41,6 +43,7 @@ class JWTVerifier:
         self._issuer, self._audience = issuer, audience
         self._secret, self._jwks_url, self._algorithm = secret, jwks_url, algorithm
         self._tenant_claim, self._scopes_claim = tenant_claim, scopes_claim
+        self._groups_claim = groups_claim
         self._client = client or httpx.AsyncClient(timeout=5.0, trust_env=False)
         self._jwks: dict[str, jwt.PyJWK] = {}
         self._fetched_at = float("-inf")
@@ -94,9 +97,20 @@ class JWTVerifier:
         return Principal(
             tenant=tenant,
             subject=subject if isinstance(subject, str) else "jwt",
-            scopes=frozenset(_scopes(claims.get(self._scopes_claim))),
+            scopes=frozenset(_names(claims.get(self._scopes_claim))),
             method="jwt",
+            groups=self._groups(claims.get(self._groups_claim)),
         )
+
+    def _groups(self, value: object) -> frozenset[str] | None:
+        """The groups of tools the token selects, as an API key's (None: no selection)."""
+        if value is None:
+            return None
+        try:
+            groups = checked_groups(_names(value))
+        except ValueError as exc:
+            raise InvalidToken(f"the token's {self._groups_claim!r} claim: {exc}") from None
+        return None if groups is None else frozenset(groups)
 
     async def _key(self, kid: object) -> jwt.PyJWK:
         if not isinstance(kid, str):
@@ -134,7 +148,8 @@ class JWTVerifier:
         await self._client.aclose()
 
 
-def _scopes(value: object) -> Sequence[str]:
+def _names(value: object) -> Sequence[str]:
+    """A claim's names: space-separated, or a list of strings."""
     if isinstance(value, str):
         return value.split()
     if isinstance(value, list):
