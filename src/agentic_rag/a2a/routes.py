@@ -35,6 +35,7 @@ from agentic_rag.network.sessions import SessionLimitError, SessionStore
 from agentic_rag.observability.failures import RepeatedFailure
 from agentic_rag.observability.middleware import record_rpc_call
 from agentic_rag.schema.a2a import Message, TaskIdParams
+from agentic_rag.schema.base import wire_json
 from agentic_rag.schema.compat import (
     PushConfigDelete,
     PushConfigQuery,
@@ -87,10 +88,6 @@ METHOD_PARAMS: dict[str, type[BaseModel]] = {
 def tenant_of(request: Request) -> str:
     """The tenant every store query of this request is scoped by: the credential's."""
     return principal_of(request.scope).tenant
-
-
-def _dump(model: BaseModel) -> str:
-    return model.model_dump_json(by_alias=True, exclude_none=True)
 
 
 _VERSION_HEADER = v1.VERSION_HEADER.lower().encode("latin-1")  # ASGI names are lower case
@@ -320,10 +317,10 @@ class A2AEndpoints:
         service = self._tasks
         outcome = await self._accept(request, send, "final" if blocking else "created")
         if (follow_up := _follow_up_notice(send, outcome)) is not None:
-            return self._result(rid, _dump(follow_up))
+            return self._result(rid, wire_json(follow_up))
         history = config.history_length if config else None
         if outcome.events is None:
-            return self._result(rid, _dump(with_history(outcome.snapshot, history)))
+            return self._result(rid, wire_json(with_history(outcome.snapshot, history)))
         try:
             async for event in outcome.events:
                 if event.seq > outcome.seq and event.final:
@@ -332,14 +329,14 @@ class A2AEndpoints:
             outcome.events.close()
         if outcome.relayed:  # another worker ran it: the task as it ended is in the store
             task = await service.get(outcome.task.tenant, outcome.task.task.id)
-            return self._result(rid, _dump(with_history(task, history)))
+            return self._result(rid, wire_json(with_history(task, history)))
         return self._result(rid, outcome.task.snapshot_json(history))
 
     async def _stream(self, request: Request, rid: RequestId, params: Any) -> Response:
         send = _validate(SendParams, params)
         outcome = await self._accept(request, send, "stream")
         if (follow_up := _follow_up_notice(send, outcome)) is not None:
-            return self._sse(_one_result(rid, _dump(follow_up)))
+            return self._sse(_one_result(rid, wire_json(follow_up)))
         return self._sse(_accepted_events(rid, outcome))
 
     async def _accept(
@@ -372,11 +369,11 @@ class A2AEndpoints:
     async def _get(self, request: Request, rid: RequestId, params: Any) -> Response:
         query = _validate(QueryParams, params)
         task = await self._tasks.get(tenant_of(request), query.id)
-        return self._result(rid, _dump(with_history(task, query.history_length)))
+        return self._result(rid, wire_json(with_history(task, query.history_length)))
 
     async def _cancel(self, request: Request, rid: RequestId, params: Any) -> Response:
         ids = _validate(TaskIdParams, params)
-        return self._result(rid, _dump(await self._tasks.cancel(tenant_of(request), ids.id)))
+        return self._result(rid, wire_json(await self._tasks.cancel(tenant_of(request), ids.id)))
 
     async def _resubscribe(self, request: Request, rid: RequestId, params: Any) -> Response:
         ids = _validate(TaskIdParams, params)
@@ -399,7 +396,7 @@ class A2AEndpoints:
             tenant_of(request), setting.task_id, setting.push_notification_config
         )
         result = TaskPushConfig(task_id=setting.task_id, push_notification_config=saved)
-        return self._result(rid, _dump(result))
+        return self._result(rid, wire_json(result))
 
     async def _get_push(self, request: Request, rid: RequestId, params: Any) -> Response:
         query = _validate(PushConfigQuery, params)
@@ -410,13 +407,13 @@ class A2AEndpoints:
             which = f" {wanted!r}" if wanted else ""
             raise InvalidParamsError(f"task {query.id} has no push notification config{which}")
         result = TaskPushConfig(task_id=query.id, push_notification_config=chosen)
-        return self._result(rid, _dump(result))
+        return self._result(rid, wire_json(result))
 
     async def _list_push(self, request: Request, rid: RequestId, params: Any) -> Response:
         query = _validate(PushConfigQuery, params)
         configs = await self._tasks.push_configs(tenant_of(request), query.id)
         results = [TaskPushConfig(task_id=query.id, push_notification_config=c) for c in configs]
-        return self._result(rid, b"[%b]" % b",".join(_dump(r).encode() for r in results))
+        return self._result(rid, b"[%b]" % b",".join(wire_json(r).encode() for r in results))
 
     async def _delete_push(self, request: Request, rid: RequestId, params: Any) -> Response:
         query = _validate(PushConfigDelete, params)
@@ -472,7 +469,7 @@ async def _one_result(rid: RequestId, result_json: str) -> AsyncIterator[ServerS
 
 async def _accepted_events(rid: RequestId, outcome: Accepted) -> AsyncIterator[ServerSentEvent]:
     """message/stream: the task as accepted, then its events until the cycle ends."""
-    snapshot = Event(outcome.seq, "task", False, _dump(outcome.snapshot))
+    snapshot = Event(outcome.seq, "task", False, wire_json(outcome.snapshot))
     yield _sse_event(rid, snapshot, snapshot.json, with_id=True)
     if outcome.events is None:  # the task is settled (a retry, or it settled meanwhile)
         yield _sse_event(rid, None, final_status(outcome.snapshot).json, with_id=False)

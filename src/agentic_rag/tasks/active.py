@@ -11,6 +11,7 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from agentic_rag.schema.a2a import Task
+from agentic_rag.schema.base import wire_json
 from agentic_rag.tasks import states
 from agentic_rag.tasks.calls import Invocation
 from agentic_rag.tasks.parts import with_history
@@ -45,9 +46,7 @@ class ActiveTask:
         journaled = self.journaled
         if history_length is None and journaled is not None and journaled.task is self.task:
             return journaled.snapshot_json
-        return with_history(self.task, history_length).model_dump_json(
-            by_alias=True, exclude_none=True
-        )
+        return wire_json(with_history(self.task, history_length))
 
     @property
     def key(self) -> tuple[str, str]:

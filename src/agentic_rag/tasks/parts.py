@@ -19,6 +19,7 @@ from agentic_rag.schema.a2a import (
     TaskStatusUpdateEvent,
     TextPart,
 )
+from agentic_rag.schema.base import wire_json
 from agentic_rag.skills import DataResult, FileResult, ResultPart
 from agentic_rag.tasks import states
 from agentic_rag.tasks.store import Event
@@ -135,7 +136,7 @@ def with_history(task: Task, history_length: int | None) -> Task:
 def serialize(event: states.TaskEvent, seq: int) -> Event:
     """`event` as the log keeps it, `seq`th of its task."""
     final = isinstance(event, TaskStatusUpdateEvent) and event.final
-    return Event(seq, event.kind, final, event.model_dump_json(by_alias=True, exclude_none=True))
+    return Event(seq, event.kind, final, wire_json(event))
 
 
 def final_status(task: Task) -> Event:

@@ -12,6 +12,7 @@ import asyncpg
 import orjson
 
 from agentic_rag.schema.a2a import Task
+from agentic_rag.schema.base import wire_json
 from agentic_rag.schema.compat import PushConfig
 from agentic_rag.storage.cluster import TASK_EVENTS_CHANNEL
 from agentic_rag.storage.pool import Pool
@@ -69,7 +70,7 @@ class TaskWrite:
     @cached_property
     def snapshot_json(self) -> str:
         """The snapshot as JSON: made once, for the database and for the answer that shows it."""
-        return self.task.model_dump_json(by_alias=True, exclude_none=True)
+        return wire_json(self.task)
 
 
 # The whole batch travels as one JSON document that PostgreSQL takes apart: encoding it is one
