@@ -2,7 +2,8 @@
 and by each API key, and Graphiti's older names only when asked for (docs/skills.md).
 
 The product's own server, driven by the official SDK client; what each caller should see is
-read from the server's own `help` (every skill with its group), not restated here.
+read from the server's own `help` to a key that selects every group (every skill with its
+group), not restated here; `help` lists each caller what it may call.
 """
 
 import typing
@@ -86,11 +87,17 @@ def size(result: types.ListToolsResult) -> int:
     return len(result.model_dump_json(by_alias=True, exclude_none=True))
 
 
+async def helped(client: Client) -> dict[str, str | None]:
+    """The skills `help` lists to the client, with their groups."""
+    result = await client.call_tool("help", {})
+    assert not result.is_error
+    return {s.name: s.group for s in HelpOutput.model_validate(result.structured_content).skills}
+
+
 async def groups_of_skills(product: Product) -> dict[str, str | None]:
-    async with product.client("all") as client:
-        helped = await client.call_tool("help", {})
-    assert not helped.is_error
-    return {s.name: s.group for s in HelpOutput.model_validate(helped.structured_content).skills}
+    """Every skill of the server with its group: `help` to a key that selects every group."""
+    async with product.client("every") as client:
+        return await helped(client)
 
 
 async def test_the_default_list_is_within_budget_and_has_every_group_but_the_aliases(
@@ -103,6 +110,8 @@ async def test_the_default_list_is_within_budget_and_has_every_group_but_the_ali
     expected = {name for name, group in groups.items() if group != "graphiti-compat"}
     assert {t.name for t in result.tools} == expected
     assert {"hybrid_retrieve", "add_memory", "delegate_task", "clear_graph"} <= expected
+    async with product.client("all") as client:
+        assert set(await helped(client)) == expected
     assert ALIASES.isdisjoint(expected)
 
 
@@ -119,7 +128,9 @@ async def test_a_key_with_groups_sees_only_their_tools(product: Product) -> None
     groups = await groups_of_skills(product)
     async with product.client("knowledge") as client:
         tools = {t.name for t in (await listed(client)).tools}
+        offered = await helped(client)
     assert tools == {name for name, group in groups.items() if group in ("knowledge", None)}
+    assert set(offered) == tools  # help lists what the caller may call, no more
     assert {"hybrid_retrieve", "explain_answer", "help"} <= tools
     assert "ingest_url" not in tools and "add_memory" not in tools
 

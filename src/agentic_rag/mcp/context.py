@@ -7,7 +7,7 @@ from typing import NoReturn
 from agentic_rag.llm.chat import Chat
 from agentic_rag.mcp.client_log import ClientLog, Level
 from agentic_rag.mcp.sampling import ClientRoots
-from agentic_rag.skills import ClientRoot, InputRequired, ResultPart
+from agentic_rag.skills import ClientRoot, InputRequired, ResultPart, Skill
 
 # (progress, total, message): what `ServerSession.report_progress` takes.
 ReportProgress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -45,12 +45,14 @@ class McpSkillContext:
         steps: ProgressSteps,
         client_model: Chat | None = None,
         client_roots: ClientRoots | None = None,
+        offers: Callable[[Skill], bool] | None = None,
     ) -> None:
         self._tenant = tenant
         self._texts = list(texts)
         self._steps = steps
         self._client_model = client_model  # sampling.py: the client's model, if it offers one
         self._client_roots = client_roots  # and its roots, if it offers them
+        self._offers = offers  # the caller's tools (listing.py); None: every skill
         self.attached: list[ResultPart] = []
         # A tool call has no A2A task; each call is its own task and context.
         self._task_id = self._context_id = str(uuid.uuid4())
@@ -91,6 +93,9 @@ class McpSkillContext:
 
     async def client_roots(self) -> list[ClientRoot] | None:
         return None if self._client_roots is None else await self._client_roots.roots()
+
+    def offers(self, skill: Skill) -> bool:
+        return self._offers is None or self._offers(skill)
 
     def ask(
         self, question: str, missing: Sequence[str] = (), *, name: str | None = None

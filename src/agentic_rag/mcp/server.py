@@ -9,6 +9,7 @@ A call of a resumable skill (a long ingestion) runs as an A2A task of the engine
 and handshake-era clients may run it as an MCP task (tasks.py); other calls run in-process.
 """
 
+import functools
 import logging
 import uuid
 from collections.abc import Iterator, Sequence
@@ -193,9 +194,10 @@ class SkillTools:
         principal_for: PrincipalFor,
         durable: DurableCalls,
         levels: LogLevels,
+        surface: ToolSurface,
     ) -> None:
         self.registry, self._principal_for, self._durable = registry, principal_for, durable
-        self._levels = levels
+        self._levels, self._surface = levels, surface
         self._in_flight = InFlight()
         self._input_schemas: dict[str, tuple[Skill, dict[str, Any]]] = {}
 
@@ -263,9 +265,7 @@ class SkillTools:
                         skill, gathered.arguments, principal.tenant, steps
                     )
                 else:
-                    output, attached = await self._run(
-                        skill, gathered, principal.tenant, steps, sampling
-                    )
+                    output, attached = await self._run(skill, gathered, principal, steps, sampling)
                     result = tool_result(skill, output, attached)
                 if not result.is_error:
                     lines = result_lines(skill.output_model, result.structured_content)
@@ -319,7 +319,7 @@ class SkillTools:
         self,
         skill: Skill,
         gathered: Gathered,
-        tenant: str,
+        principal: Principal,
         steps: ProgressSteps,
         sampling: CallSampling,
     ) -> tuple[BaseModel, list[ResultPart]]:
@@ -327,7 +327,14 @@ class SkillTools:
         args = validate_arguments(skill, gathered.arguments)
         # Counted like A2A's calls (docs/operations.md: agentic_rag_skill_calls_total).
         with SkillCall(skill.name, "mcp"):
-            context = McpSkillContext(tenant, gathered.texts, steps, sampling.model, sampling.roots)
+            context = McpSkillContext(
+                principal.tenant,
+                gathered.texts,
+                steps,
+                sampling.model,
+                sampling.roots,
+                offers=functools.partial(self._surface.allows, principal),
+            )
             output = await skill.run(context, args)
         if not isinstance(output, skill.output_model):
             raise TypeError(f"{skill.name} returned {type(output).__name__}, not its output model")
@@ -405,8 +412,8 @@ def build_server(
     `tool_groups`: the groups of tools the deployment offers (listing.py).
     """
     levels = LogLevels(principal_for)
-    tools = SkillTools(registry, principal_for, DurableCalls(tasks), levels)
     surface = ToolSurface(registry, tool_groups, principal_for)
+    tools = SkillTools(registry, principal_for, DurableCalls(tasks), levels, surface)
     documents = DocumentResources(knowledge, principal_for)
     prompt = CitationPrompt(registry, principal_for, levels, surface)
     completions = Completions(registry, knowledge, principal_for)

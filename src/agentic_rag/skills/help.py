@@ -55,9 +55,9 @@ def _render(output: HelpOutput) -> str:
 
 def add_help(registry: SkillRegistry, *, default: bool = True) -> None:
     @registry.skill(
-        description="Lists what this agent can do: every skill, its description in full, its "
-        "input and output schemas and examples; a topic naming a skill or a group of tools "
-        "narrows it.",
+        description="Lists what this agent can do: every skill the caller is offered, its "
+        "description in full, its input and output schemas and examples; a topic naming a "
+        "skill or a group of tools narrows it.",
         summary="What this agent can do: each skill in full; topic: a skill or group name.",
         tags=["help", "discovery"],
         examples=["What can you do?", '{"skill": "help", "arguments": {"topic": "help"}}'],
@@ -66,7 +66,7 @@ def add_help(registry: SkillRegistry, *, default: bool = True) -> None:
         default=default,
     )
     async def help(ctx: SkillContext, args: HelpInput) -> HelpOutput:
-        skills = list(registry)
+        skills = [skill for skill in registry if ctx.offers(skill)]
         if args.topic:
             words = set(re.findall(r"[\w-]+", args.topic.lower()))
             named = [s for s in skills if s.name.lower() in words or s.group in words]

@@ -141,6 +141,12 @@ class SkillContext(Protocol):
         `roots/list`, while the request lasts); None otherwise (A2A, the CLI, a task)."""
         ...
 
+    def offers(self, skill: "Skill") -> bool:
+        """Whether the caller is offered `skill`: over MCP, the tools its credential and the
+        deployment select (what its `tools/list` shows); elsewhere every skill (the Agent Card
+        lists them all)."""
+        ...
+
     def ask(
         self, question: str, missing: Sequence[str] = (), *, name: str | None = None
     ) -> NoReturn:

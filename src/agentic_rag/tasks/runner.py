@@ -18,6 +18,7 @@ from agentic_rag.skills import (
     AnswerOnly,
     InputRequired,
     ResultPart,
+    Skill,
     SkillError,
     SkillRejected,
 )
@@ -109,6 +110,9 @@ class TaskSkillContext:
     async def client_roots(self) -> None:
         return None  # no caller's client to ask either
 
+    def offers(self, skill: Skill) -> bool:
+        return True  # as the Agent Card does: a key's groups are checked when it calls
+
     def ask(
         self, question: str, missing: Sequence[str] = (), *, name: str | None = None
     ) -> NoReturn:
@@ -162,13 +166,13 @@ class Runner:
             active.runner = run
             self._running.add(run)
             self._active[run] = active
-            run.add_done_callback(self._running.discard)
-            run.add_done_callback(self._forget)
-            run.add_done_callback(lambda _: self._slots.release())
+            run.add_done_callback(self._finished)  # one callback: each is a turn of the loop
 
-    def _forget(self, run: "asyncio.Task[None]") -> None:
+    def _finished(self, run: "asyncio.Task[None]") -> None:
+        self._running.discard(run)
         active = self._active.pop(run)
         self._dropped.discard(active.key)
+        self._slots.release()
 
     async def drop_taken_over(self) -> None:
         """Stop, storing nothing, the tasks running here that another worker took over while
