@@ -19,11 +19,8 @@ from tests.support.live import free_port
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[ExternalPostgres]:
-    server = ExternalPostgres()
-    try:
+    with ExternalPostgres() as server:
         yield server
-    finally:
-        server.close()
 
 
 def replica_environment(database_url: str, **settings: str) -> dict[str, str]:

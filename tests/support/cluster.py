@@ -95,6 +95,12 @@ class ExternalPostgres:
         self.server.stop()
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def __enter__(self) -> "ExternalPostgres":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
 
 class FalkorServer:
     """redis-server with the FalkorDB module on 127.0.0.1, its data in an append-only file."""

@@ -8,6 +8,8 @@ from a2a.utils import errors as sdk
 from a2a.utils.error_handlers import build_error_details
 
 from agentic_rag.a2a.errors import A2AError
+from agentic_rag.storage.outage import database_unreachable
+from agentic_rag.tasks.errors import TaskUnavailableError
 
 _SDK_ERRORS: dict[int, type[sdk.A2AError]] = {
     code: kind for kind, code in sdk.JSON_RPC_ERROR_CODE_MAP.items()
@@ -37,6 +39,16 @@ def details(error: A2AError) -> list[dict[str, Any]]:
             }
         ]
     return build_error_details(kind(error.message, metadata))
+
+
+def unavailable(exc: BaseException) -> str | None:
+    """Why a call cannot be answered now, when `exc` says so (the database is unreachable, or
+    the worker that runs the task): a refusal to retry after `Retry-After`, not a bug."""
+    if isinstance(exc, TaskUnavailableError):
+        return exc.message
+    if database_unreachable(exc):
+        return "the database cannot be reached now; retry shortly"
+    return None
 
 
 def rpc_error(error: A2AError) -> dict[str, Any]:

@@ -27,9 +27,11 @@ from agentic_rag.a2a.errors import (
 )
 from agentic_rag.a2a.jsonrpc import RequestId, RPCRequest
 from agentic_rag.a2a.v1 import wire
-from agentic_rag.a2a.v1.errors import VersionNotSupportedError, rpc_error
+from agentic_rag.a2a.v1.errors import VersionNotSupportedError, rpc_error, unavailable
 from agentic_rag.a2a.v1.service import A2AService
+from agentic_rag.observability.failures import RepeatedFailure
 from agentic_rag.observability.middleware import record_rpc_call
+from agentic_rag.security.auth import UNAVAILABLE_RETRY_SECONDS
 from agentic_rag.security.principal import Scope, principal_of
 from agentic_rag.tasks.errors import TaskError
 
@@ -93,7 +95,9 @@ def selects(version_header: str) -> bool:
 
 
 class JsonRpcV1:
-    def __init__(self, service: A2AService) -> None:
+    def __init__(self, service: A2AService, outage: RepeatedFailure) -> None:
+        """`outage`: the A2A adapter's log of database outages, shared by every binding."""
+        self._outage = outage
         s = service
         self._unary: dict[str, Unary] = {
             "SendMessage": s.send_message,
@@ -116,13 +120,21 @@ class JsonRpcV1:
         try:
             response = await self._answer(http, call, body)
             record_rpc_call(http.scope, call.method, "ok")
+            self._outage.succeeded()
             return response
         except A2AError as exc:
             status = 403 if isinstance(exc, ForbiddenError) else 200
             return _refuse(http, call, exc, status)
-        except TaskError as exc:
-            return _refuse(http, call, from_task_error(exc))
-        except Exception:
+        except Exception as exc:
+            why = unavailable(exc)
+            if why is not None:  # as the 0.x binding does: -32603, to retry (a2a/routes.py)
+                if not isinstance(exc, TaskError):
+                    self._outage.failed()
+                refusal = _refuse(http, call, InternalError(why))
+                refusal.headers["Retry-After"] = str(UNAVAILABLE_RETRY_SECONDS)
+                return refusal
+            if isinstance(exc, TaskError):
+                return _refuse(http, call, from_task_error(exc))
             log.exception("internal error answering an A2A 1.0 JSON-RPC request")
             return _refuse(http, call, InternalError("internal error; the server log has details"))
 

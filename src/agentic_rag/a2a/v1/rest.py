@@ -28,10 +28,12 @@ from agentic_rag.a2a.errors import (
 )
 from agentic_rag.a2a.v1 import wire
 from agentic_rag.a2a.v1.card import HTTP_JSON_PREFIX
-from agentic_rag.a2a.v1.errors import VersionNotSupportedError, rest_error
+from agentic_rag.a2a.v1.errors import VersionNotSupportedError, rest_error, unavailable
 from agentic_rag.a2a.v1.jsonrpc import VERSION_HEADER, requested_version
 from agentic_rag.a2a.v1.service import A2AService
 from agentic_rag.config import Settings
+from agentic_rag.observability.failures import RepeatedFailure
+from agentic_rag.security.auth import UNAVAILABLE_RETRY_SECONDS
 from agentic_rag.security.principal import Scope, principal_of
 from agentic_rag.tasks.errors import TaskError
 
@@ -42,8 +44,9 @@ type Handler = Callable[[Request], Awaitable[Response]]
 
 
 class HttpJson:
-    def __init__(self, service: A2AService, settings: Settings) -> None:
-        self._service, self._settings = service, settings
+    def __init__(self, service: A2AService, settings: Settings, outage: RepeatedFailure) -> None:
+        """`outage`: the A2A adapter's log of database outages, shared by every binding."""
+        self._service, self._settings, self._outage = service, settings, outage
 
     def routes(self) -> list[BaseRoute]:
         s, p = self._service, HTTP_JSON_PREFIX
@@ -197,7 +200,13 @@ class HttpJson:
             try:
                 result = await call(http, await self._request(http, scope, body, query))
             except Exception as exc:
-                return _refusal(exc)
+                why = unavailable(exc)
+                if why is None:
+                    return _refusal(exc)
+                if not isinstance(exc, TaskError):
+                    self._outage.failed()
+                return _unavailable(why)
+            self._outage.succeeded()
             return respond(result)
 
         return handle
@@ -233,6 +242,14 @@ def _a2a_error(exc: Exception) -> A2AError:
         return exc
     log.error("internal error answering an A2A 1.0 HTTP+JSON request", exc_info=exc)
     return InternalError("internal error; the server log has details")
+
+
+def _unavailable(why: str) -> Response:
+    """503 with the gRPC status UNAVAILABLE, the one that says to retry (google.rpc.Code), and
+    when: the service is there, its database or the task's worker is not, for now."""
+    payload = {"error": {"code": 503, "status": "UNAVAILABLE", "message": why, "details": []}}
+    headers = {"Retry-After": str(UNAVAILABLE_RETRY_SECONDS)}
+    return Response(orjson.dumps(payload), 503, headers, media_type="application/json")
 
 
 def _refusal(exc: Exception) -> Response:
