@@ -140,7 +140,7 @@ class A2AEndpoints:
             "agent/getAuthenticatedExtendedCard": self._extended_card,
         }
         self.v1 = A2AService(tasks, self._accept, self._extended_card_v030, registry)
-        self._v1_rpc = v1.JsonRpcV1(self.v1)
+        self._v1_rpc = v1.JsonRpcV1(self.v1, self._outage)
 
     def _card(self, *, extended: bool, v030: bool) -> bytes:
         """The card for the current authentication state (it changes once keys exist) and
@@ -160,7 +160,8 @@ class A2AEndpoints:
     def routes(self) -> list[BaseRoute]:
         return [
             Route("/", self.rpc, methods=["POST"]),
-            *HttpJson(self.v1, self._settings).routes(),  # A2A 1.0's HTTP+JSON, under /json
+            # A2A 1.0's HTTP+JSON, under /json
+            *HttpJson(self.v1, self._settings, self._outage).routes(),
             Route("/.well-known/agent.json", self.card_v021, methods=["GET"]),
             Route("/.well-known/agent-card.json", self.card_v030, methods=["GET"]),
             Route("/.well-known/jwks.json", self.jwks, methods=["GET"]),
