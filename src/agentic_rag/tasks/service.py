@@ -119,7 +119,8 @@ class TaskService:
             before = active.task.status.state if active.last_seq else None
             active.task = states.apply(active.task if active.last_seq else None, event)
             if active.task.status.state is not before:  # messages and artifacts change none
-                observed.record_task_state(active.task.status.state.value)
+                # A TaskState is its name (a StrEnum): no `.value`, a Python property.
+                observed.record_task_state(active.task.status.state)
             active.last_seq += 1
             logged.append(serialize(event, active.last_seq))
         active.journaled = TaskWrite(active.tenant, active.task, active.last_seq, logged)
