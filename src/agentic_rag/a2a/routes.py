@@ -103,7 +103,9 @@ def _validate[M: BaseModel](model: type[M], params: Any) -> M:
         raise InvalidParamsError("params must be an object")
     try:
         # Strict and in JSON mode: "2" is not an integer and "yes" not a boolean (§12.1).
-        return model.model_validate_json(orjson.dumps(params), strict=True)
+        # By the model's validator itself: model_validate_json is a Python frame around it.
+        validated: M = model.__pydantic_validator__.validate_json(orjson.dumps(params), strict=True)
+        return validated
     except ValidationError as exc:
         problems = [
             {"field": ".".join(str(p) for p in e["loc"]) or "params", "problem": e["msg"]}
