@@ -17,7 +17,7 @@ from collections.abc import Collection
 from typing import Final
 
 import orjson
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.datastructures import MutableHeaders
 from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -36,6 +36,7 @@ INVALID_CALL: Final = "<invalid>"  # bodies that are not a readable JSON-RPC cal
 UNREAD: Final = "<unread>"  # calls refused before their body was read (401, 429, 415...)
 
 RPC_CALL_KEY: Final = "agentic_rag.rpc_call"  # (method or None if unreadable, outcome)
+_REQUEST_ID_KEY: Final = REQUEST_ID_HEADER.lower().encode("latin-1")  # ASGI names are lower case
 
 
 def record_rpc_call(scope: Scope, method: str | None, outcome: str) -> None:
@@ -62,8 +63,11 @@ class ObservabilityMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        request_id = sane_request_id(headers.get(REQUEST_ID_HEADER)) or new_request_id()
+        # From the raw list, first of repeated ones wins as with Headers.get, without
+        # building Starlette's Headers for one header.
+        given = dict(reversed(scope["headers"])).get(_REQUEST_ID_KEY)
+        decoded = None if given is None else given.decode("latin-1")
+        request_id = sane_request_id(decoded) or new_request_id()
         rid_token = REQUEST_ID.set(request_id)
         metrics_token = metrics_module.bind(self.metrics)
         started = time.perf_counter()
