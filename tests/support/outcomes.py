@@ -6,7 +6,8 @@ from typing import Any
 
 def output(task: dict[str, Any]) -> dict[str, Any]:
     assert task["status"]["state"] == "completed", task["status"]
-    (artifact,) = task["artifacts"]
+    # One result; the skill's attachments (ctx.attach: a PDF's page images) beside it.
+    (artifact,) = [a for a in task["artifacts"] if not (a.get("metadata") or {}).get("attached")]
     data: dict[str, Any] = next(p["data"] for p in artifact["parts"] if p["kind"] == "data")
     return data
 
