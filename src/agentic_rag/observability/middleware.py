@@ -81,10 +81,16 @@ class ObservabilityMiddleware:
 
         async def send_and_count(message: Message) -> None:
             if message["type"] == "http.response.start":
-                response_headers = MutableHeaders(scope=message)
-                response_headers[REQUEST_ID_HEADER] = request_id
+                # The raw list, as MutableHeaders(scope=message) makes it, read through one
+                # dict (first of a repeated name wins, as Headers.get) instead of Python scans.
+                headers = message["headers"] = list(message["headers"])
+                by_name = dict(reversed(headers))
+                if _REQUEST_ID_KEY in by_name:  # the app set one: replaced, as MutableHeaders does
+                    MutableHeaders(raw=headers)[REQUEST_ID_HEADER] = request_id
+                else:
+                    headers.append((_REQUEST_ID_KEY, request_id.encode("latin-1")))
                 response["status"] = message["status"]
-                response["type"] = response_headers.get("content-type", "")
+                response["type"] = by_name.get(b"content-type", b"").decode("latin-1")
                 self.metrics.child(
                     self.metrics.http_requests, route, method, str(message["status"])
                 ).inc()
