@@ -1,7 +1,6 @@
 """A skill call as the engine runs it: the skill, its arguments, and the replies that may fill
 a missing one; and how a task's stored messages are read back into one (`CallReader`)."""
 
-import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -34,9 +33,10 @@ class Invocation:
     def check(self) -> BaseModel | None:
         """The skill's input model (the runner uses it as it is), or None while arguments are
         missing (they are asked for when it runs); `TaskRequestError` for wrong ones."""
-        with contextlib.suppress(InputRequired):
+        try:
             return self.validate()
-        return None
+        except InputRequired:
+            return None
 
     def validate(self) -> BaseModel:
         """The skill's input model, or `InputRequired` naming what is missing.
@@ -45,7 +45,11 @@ class Invocation:
         """
         arguments = dict(self.arguments)
         try:
-            return self.skill.input_model.model_validate(arguments)
+            # By the model's validator itself: model_validate is a Python frame around it.
+            validated: BaseModel = self.skill.input_model.__pydantic_validator__.validate_python(
+                arguments
+            )
+            return validated
         except ValidationError as exc:
             missing = [_field(e["loc"]) for e in exc.errors() if e["type"] == "missing"]
             if len(missing) != len(exc.errors()):
