@@ -2,6 +2,7 @@
 outcome read back as the skill's output model or a typed failure, with no A2A message built by
 the caller (what MCP's durable calls, the CLI and the orchestrator use)."""
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -67,6 +68,32 @@ async def tasks(database_url: str, data_dir: Path) -> AsyncIterator[TaskService]
         yield engine.tasks
     finally:
         await engine.stop()
+
+
+async def test_with_one_slot_started_skills_run_one_after_another(
+    database_url: str, data_dir: Path
+) -> None:
+    """A run gives its slot back when it ends, whatever the outcome: with one slot
+    (max_running_tasks 1), skills started at once all end, the refused one among them."""
+    settings = Settings(data_dir=data_dir, database_url=database_url, max_running_tasks=1)
+    engine = Engine(settings, registry())
+    await engine.start()
+    try:
+        tasks = engine.tasks
+        started = [await tasks.start_skill("acme", "count", {"up_to": n}) for n in (1, 2)]
+        started.insert(1, await tasks.start_skill("acme", "refuse", {"question": "now"}))
+        # A slot never given back would leave the next task queued: the wait would not end.
+        outcomes = [
+            await asyncio.wait_for(tasks.outcome("acme", s.task_id, wait=True), timeout=60)
+            for s in started
+        ]
+    finally:
+        await engine.stop()
+    assert [type(o) for o in outcomes] == [Completed, Failed, Completed]
+    assert [o.output for o in outcomes if isinstance(o, Completed)] == [
+        Counted(numbers=[1]),
+        Counted(numbers=[1, 2]),
+    ]
 
 
 async def test_a_started_skill_reports_progress_then_its_output_model(tasks: TaskService) -> None:
