@@ -120,6 +120,17 @@ class Plan:
         )
 
 
+def write_results(name: str, report: dict[str, Any], rendered: str) -> None:
+    """`report` as results/NAME.json and `rendered` as results/NAME.md (NAME: a file name, not a
+    path), and the Markdown on standard output."""
+    if Path(name).name != name:
+        raise SystemExit(f"--output takes a name for bench/results/, not a path: {name!r}")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    (RESULTS / f"{name}.md").write_text(rendered)
+    print(rendered)
+
+
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 

@@ -42,6 +42,7 @@ from run import (
     log,
     make_server,
     running,
+    write_results,
 )
 
 
@@ -260,10 +261,7 @@ def main() -> int:
         "summary": {str(c): {n: summarise(raw[c][n]) for n in names} for c in concurrency},
         "raw": {str(c): raw[c] for c in concurrency},
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.output}.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
-    (RESULTS / f"{args.output}.md").write_text(render(report))
-    print(render(report))
+    write_results(args.output, report, render(report))
     return 0
 
 

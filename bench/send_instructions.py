@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 from procs import Server, free_port
-from run import PROJECT_PYTHON, RESULTS, ROOT, WORK, _data_dirs, log
+from run import PROJECT_PYTHON, ROOT, WORK, _data_dirs, log, write_results
 from send_cpu import export_revision, overlaid, snapshot_work_tree
 
 DUMPS = WORK / "callgrind"
@@ -278,10 +278,7 @@ def main() -> int:
         "warmup": args.warmup,
         "measurements": measurements,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.output}.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
-    (RESULTS / f"{args.output}.md").write_text(render(report))
-    print(render(report))
+    write_results(args.output, report, render(report))
     return 0
 
 

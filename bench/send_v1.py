@@ -23,7 +23,16 @@ from typing import Any
 
 import orjson
 from procs import Server, free_port
-from run import BENCH, PROJECT_PYTHON, RESULTS, ROOT, WORK, ensure_wrk, log, running
+from run import (
+    BENCH,
+    PROJECT_PYTHON,
+    ROOT,
+    WORK,
+    ensure_wrk,
+    log,
+    running,
+    write_results,
+)
 from send_cpu import export_revision, measure, ours_at, snapshot_work_tree, summarise
 
 LUA_SEND_V1 = BENCH / "lua" / "send_v1.lua"
@@ -136,10 +145,7 @@ def main() -> int:
         },
         "raw": {str(c): raw[c] for c in concurrency},
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.output}.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
-    (RESULTS / f"{args.output}.md").write_text(render(report))
-    print(render(report))
+    write_results(args.output, report, render(report))
     return 0
 
 
