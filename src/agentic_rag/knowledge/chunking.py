@@ -26,18 +26,16 @@ of another recipe are not mixed with these; `agentic-rag reembed` re-embeds them
 
 import functools
 import itertools
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from semchunk.semchunk import chunk as semchunk
 
 from agentic_rag.knowledge.documents import SECTION_SEPARATOR, Chunk, Section
+from agentic_rag.knowledge.sources.markdown import is_delimiter_row
 
 TokenCounter = Callable[[str], int]
 
-# A markdown table's delimiter row: | --- | :---: |
-_DELIMITER_ROW = re.compile(r"\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?")
 EMBEDDING_RECIPE = "title+headings+document"
 """What is embedded: each chunk after its title and headings (`embedding_text`), and each
 document's opening (`document_embedding_text`). "headings" was the recipe before both."""
@@ -278,7 +276,7 @@ class Chunker:
         if section.kind != "table":
             return ""
         lines = section.text.split("\n")
-        size = 2 if len(lines) > 1 and _DELIMITER_ROW.fullmatch(lines[1].strip()) else 1
+        size = 2 if len(lines) > 1 and is_delimiter_row(lines[1].strip()) else 1
         if len(lines) <= size or not "".join(lines[:size]).strip():
             return ""
         header = "\n".join(lines[:size]) + "\n"

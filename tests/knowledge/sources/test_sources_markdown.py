@@ -1,7 +1,14 @@
 """Markdown and plain text -> sections with heading paths (sources/markdown.py)."""
 
+import pytest
+
 from agentic_rag.knowledge.documents import Section
-from agentic_rag.knowledge.sources.markdown import markdown_sections
+from agentic_rag.knowledge.sources.markdown import (
+    code_spans,
+    is_delimiter_row,
+    markdown_sections,
+    unescaped,
+)
 
 GUIDE = """\
 # Guide
@@ -105,3 +112,59 @@ def test_a_table_header_ends_a_paragraph_and_rules_are_dropped() -> None:
 def test_nothing_in_nothing_out() -> None:
     assert markdown_sections("") == []
     assert markdown_sections("\n \n# \n---\n") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "spans"),
+    [
+        ("a `b` c", ["`b`"]),
+        ("`a``b`", ["`a``b`"]),  # a closer is a run of exactly the opener's length
+        ("``a`b`` and `c`", ["``a`b``", "`c`"]),
+        ("x ``` y", []),
+        ("\\`not code`", []),  # an escaped backtick opens nothing
+        ("\\``code`", ["`code`"]),  # ...and the rest of its run opens
+        ("\\\\`code`", ["`code`"]),  # an escaped backslash escapes nothing
+        ("`a\\`", ["`a\\`"]),  # a backslash in code is text
+    ],
+)
+def test_code_spans_pair_runs_of_backticks_as_commonmark_does(text: str, spans: list[str]) -> None:
+    assert [text[start:end] for start, end in code_spans(text)] == spans
+
+
+def test_escapes_are_read_outside_code_spans_only() -> None:
+    assert (
+        unescaped(r"sqlite3\_limit and `sqlite3\_limit`") == r"sqlite3_limit and `sqlite3\_limit`"
+    )
+    assert unescaped(r"\`not\_code\`") == "`not_code`"
+
+
+def test_an_unclosed_run_of_backticks_is_text() -> None:
+    """The input that froze the server (issue 34): a run of backticks and no closer."""
+    text = "x " + "`" * 5000 + "\\_" * 5000
+    assert markdown_sections(text) == [Section("x " + "`" * 5000 + "_" * 5000)]
+
+
+@pytest.mark.parametrize(
+    ("line", "heading"),
+    [
+        ("# Title", ("Title",)),
+        ("## Title ##", ("Title",)),
+        ("### C#", ("C#",)),
+        ("#\tTabbed  #  ", ("Tabbed",)),
+        ("#5 bolts", ()),
+        ("    # indented code", ()),
+    ],
+)
+def test_atx_headings(line: str, heading: tuple[str, ...]) -> None:
+    sections = markdown_sections(line + "\n\nbody")
+    assert sections[-1].heading_path == heading
+
+
+def test_delimiter_rows_and_rules() -> None:
+    assert is_delimiter_row("| --- | :---: |")
+    assert is_delimiter_row("---|---:")
+    assert not is_delimiter_row("| --- | x |")
+    assert not is_delimiter_row("    |---|")
+    assert not is_delimiter_row("-" + " " * 1000 + "x")
+    assert markdown_sections("a\n\n - - -\n\n*\t*\t*\n\nb") == [Section("a"), Section("b")]
+    assert markdown_sections("_ _ x") == [Section("_ _ x")]

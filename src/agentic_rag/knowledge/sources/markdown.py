@@ -8,21 +8,27 @@ source (a table keeps its header row, a list its markers), except headings, whos
 the title alone, and backslash escapes (`sqlite3\\_limit`), which are read as the characters they
 escape outside code: what is stored is what a reader copies. A heading's own section carries a
 path that ends with itself, so a heading and the text under it share one path.
+
+Every step is linear in the length of the text, whatever the text (a caller's text and any
+web page reach it): no pattern here can backtrack over a line, and code spans are paired by
+one pass over the runs of backticks (bench/markdown_parse.py measures it).
 """
 
 import re
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from agentic_rag.knowledge.documents import Section, SectionKind
 
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
+_ATX_OPENING = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
-_THEMATIC_BREAK = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})")
 _LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
-_CODE_SPAN = re.compile(r"(`+).+?\1", re.DOTALL)
-_TABLE_DELIMITER = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
+_BACKTICKS = re.compile(r"`+")
+_DELIMITER_CELL = re.compile(r":?-+:?")
 
 
 def markdown_sections(text: str) -> list[Section]:
@@ -45,11 +51,11 @@ class _Scanner:
     def scan(self) -> list[Section]:
         while self.index < len(self.lines):
             line = self.lines[self.index]
-            if not line.strip() or _THEMATIC_BREAK.fullmatch(line):
+            if not line.strip() or _thematic_break(line):
                 self.index += 1
-            elif heading := _ATX.fullmatch(line):
+            elif heading := _atx_heading(line):
                 self.index += 1
-                self._heading(len(heading.group(1)), heading.group(2) or "")
+                self._heading(*heading)
             elif fence := _FENCE.fullmatch(line):
                 self._fenced_code(fence.group(1))
             elif self._starts_table(self.index):
@@ -118,9 +124,9 @@ class _Scanner:
         """Whether the line at `index` starts a block that ends the current one."""
         line = self.lines[index]
         return bool(
-            _ATX.fullmatch(line)
+            _atx_heading(line)
             or _FENCE.fullmatch(line)
-            or _THEMATIC_BREAK.fullmatch(line)
+            or _thematic_break(line)
             or self._starts_table(index)
         )
 
@@ -129,7 +135,7 @@ class _Scanner:
             "|" in self.lines[index]
             and index + 1 < len(self.lines)
             and "-" in self.lines[index + 1]
-            and bool(_TABLE_DELIMITER.fullmatch(self.lines[index + 1]))
+            and is_delimiter_row(self.lines[index + 1])
         )
 
     def _table(self) -> None:
@@ -151,8 +157,65 @@ class _Scanner:
 def unescaped(text: str) -> str:
     """`text` with markdown's backslash escapes read, except inside code spans."""
     pieces, last = [], 0
-    for span in _CODE_SPAN.finditer(text):
-        pieces += [_ESCAPE.sub(r"\1", text[last : span.start()]), span.group()]
-        last = span.end()
+    for start, end in code_spans(text):
+        pieces += [_ESCAPE.sub(r"\1", text[last:start]), text[start:end]]
+        last = end
     pieces.append(_ESCAPE.sub(r"\1", text[last:]))
     return "".join(pieces)
+
+
+def code_spans(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each code span in `text`, in order: a run of backticks up to the next
+    run of exactly as many (CommonMark); a backtick escaped by a backslash opens none.
+
+    One pass over the runs: each run's closer is found by bisection in the runs of its
+    length, where a pattern would rescan the rest of the text from every backtick."""
+    runs = [(run.start(), run.end()) for run in _BACKTICKS.finditer(text)]
+    by_length: defaultdict[int, list[int]] = defaultdict(list)  # run indexes, ascending
+    for index, (start, end) in enumerate(runs):
+        by_length[end - start].append(index)
+    index, after = 0, 0  # the next run to try as an opener; the end of the last span
+    while index < len(runs):
+        start, end = runs[index]
+        backslashes = 0  # before this run, back to the last run at most: linear in all
+        while start - backslashes > after and text[start - backslashes - 1] == "\\":
+            backslashes += 1
+        start += backslashes % 2  # an escaped backtick is text
+        closers = by_length.get(end - start, [])
+        found = bisect_right(closers, index)
+        if start == end or found == len(closers):
+            index += 1
+            continue
+        closer = closers[found]
+        yield start, runs[closer][1]
+        index, after = closer + 1, runs[closer][1]
+
+
+def is_delimiter_row(line: str) -> bool:
+    """Whether `line` is a pipe table's delimiter row (`| --- | :---: |`)."""
+    body = line.lstrip(" ")
+    if len(line) - len(body) > 3:
+        return False
+    body = body.removeprefix("|").rstrip(" \t").removesuffix("|")
+    return all(_DELIMITER_CELL.fullmatch(cell.strip(" \t")) for cell in body.split("|"))
+
+
+def _atx_heading(line: str) -> tuple[int, str] | None:
+    """(level, title) of an ATX heading line (`## Title ##`), or None."""
+    opening = _ATX_OPENING.match(line)
+    if opening is None:
+        return None
+    title = line[opening.end() :].strip(" \t")
+    unclosed = title.rstrip("#")
+    if not unclosed or unclosed[-1] in " \t":  # a closing sequence, after a space
+        title = unclosed.rstrip(" \t")
+    return len(opening.group(1)), title
+
+
+def _thematic_break(line: str) -> bool:
+    """Whether `line` is a rule: three or more `*`, `-` or `_` alone, spaces between."""
+    body = line.lstrip(" ")
+    if len(line) - len(body) > 3 or body[:1] not in ("*", "-", "_"):
+        return False
+    marks = body.replace(" ", "").replace("\t", "")
+    return len(marks) >= 3 and marks.count(body[0]) == len(marks)
