@@ -248,7 +248,9 @@ class Settings(BaseSettings):
         description="Hosts or CIDRs that ingestion may fetch despite the SSRF guard (intranets).",
     )
     ingest_directory: Path | None = Field(
-        None, description="The only directory `ingest_pdf` may read files from by path."
+        None,
+        description="Where `ingest_pdf` reads files by path: each tenant only from its own "
+        "subdirectory, named as the tenant (<directory>/<tenant>/...).",
     )
     ingest_max_bytes: int = Field(
         50 * 1024 * 1024, ge=1024, description="Largest resource one ingestion fetch reads."

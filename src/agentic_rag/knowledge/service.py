@@ -64,6 +64,7 @@ from agentic_rag.knowledge.store.sources import SourceRef
 from agentic_rag.knowledge.trajectories import TrajectoryStore
 from agentic_rag.llm.chat import OpenAIChat
 from agentic_rag.llm.endpoint import ChatEndpoint
+from agentic_rag.security.api_keys import is_tenant_name
 from agentic_rag.security.fetch import (
     PDF,
     Fetcher,
@@ -400,7 +401,7 @@ class KnowledgeService:
         }
 
         async def body(run: JobRun) -> None:
-            content, uri = await self._pdf_bytes(data, url, path, filename)
+            content, uri = await self._pdf_bytes(tenant, data, url, path, filename)
             run.source = SourceRef("pdf", uri, filename or "", metadata)
             document, images = await self._read_pdf(run, content, uri, metadata, page_images)
             stored = await self.ingestion.store_document(run, document)
@@ -412,7 +413,7 @@ class KnowledgeService:
         return await self.ingestion.run_job(tenant, job_id, "pdf", arguments, report, body)
 
     async def _pdf_bytes(
-        self, data: str | None, url: str | None, path: str | None, filename: str | None
+        self, tenant: str, data: str | None, url: str | None, path: str | None, filename: str | None
     ) -> tuple[bytes, str]:
         limit = self.settings.ingest_max_bytes
         if data is not None:
@@ -431,24 +432,40 @@ class KnowledgeService:
             assert isinstance(resource, Resource)
             return resource.body, resource.final_url
         assert path is not None
-        return await asyncio.to_thread(self._read_allowed_file, path), path
+        return await asyncio.to_thread(self._read_allowed_file, tenant, path), path
 
-    def _read_allowed_file(self, path: str) -> bytes:
+    def _read_allowed_file(self, tenant: str, path: str) -> bytes:
+        """The file at `path` in the tenant's own ingestion directory,
+        AGENTIC_RAG_INGEST_DIRECTORY/<tenant>. A path outside it (another tenant's directory
+        included) is answered as a name that is not there, so no answer tells whether a file
+        exists that is not the caller's; no answer names the server's directories."""
         root = self.settings.ingest_directory
         if root is None:
             raise InvalidRequest(
                 "reading files by path is off: set AGENTIC_RAG_INGEST_DIRECTORY to the "
                 "directory ingest_pdf may read from, or send the file's content"
             )
-        base = root.resolve()
-        target = (base / path).resolve()
-        if not target.is_relative_to(base):
-            raise InvalidRequest(f"{path!r} is outside the ingestion directory")
-        if not target.is_file():
-            raise NotFound(f"no file {path!r} in the ingestion directory")
-        if target.stat().st_size > self.settings.ingest_max_bytes:
-            raise InvalidRequest(f"{path!r} is larger than {self.settings.ingest_max_bytes} bytes")
-        return target.read_bytes()
+        if not is_tenant_name(tenant):
+            raise InvalidRequest(
+                "reading files by path needs a tenant named with letters, digits, '-' and '_' "
+                "(its directory's name); send the file's content instead"
+            )
+        absent = NotFound(
+            f"no file {path!r} in this tenant's ingestion directory (paths are relative to it)"
+        )
+        try:
+            base = (root / tenant).resolve()
+            target = (base / path).resolve()
+            if not target.is_relative_to(base) or not target.is_file():
+                raise absent
+            if target.stat().st_size > self.settings.ingest_max_bytes:
+                raise InvalidRequest(
+                    f"{path!r} is larger than {self.settings.ingest_max_bytes} bytes"
+                )
+            return target.read_bytes()
+        except (OSError, ValueError) as exc:  # its text names the directory: for the log only
+            log.warning("ingest_pdf: cannot read %r of tenant %r: %s", path, tenant, exc)
+            raise absent from None
 
     async def _read_pdf(
         self, run: JobRun, content: bytes, uri: str, metadata: dict[str, Any], page_images: int

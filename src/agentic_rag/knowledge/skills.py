@@ -117,7 +117,8 @@ class IngestPdfInput(BaseModel):
     url: str | None = Field(None, description="Where to fetch the PDF (http or https)")
     path: str | None = Field(
         None,
-        description="A file inside the server's ingestion directory (AGENTIC_RAG_INGEST_DIRECTORY)",
+        description="A file in your tenant's ingestion directory on the server "
+        "(AGENTIC_RAG_INGEST_DIRECTORY/<tenant>), relative to it",
     )
     filename: str | None = Field(None, description="The file's name, shown in citations")
     metadata: dict[str, Any] = Field(default_factory=dict)

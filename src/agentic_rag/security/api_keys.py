@@ -80,8 +80,14 @@ def checked_groups(groups: Iterable[str] | None) -> tuple[str, ...] | None:
     return checked
 
 
+def is_tenant_name(tenant: str) -> bool:
+    """Whether `tenant` is a name an API key's tenant may have (letters, digits, '-', '_'):
+    one path component too (a JWT's tenant may be any text)."""
+    return bool(tenant) and tenant.replace("-", "").replace("_", "").isalnum()
+
+
 def check_tenant(tenant: str) -> None:
-    if not tenant or not tenant.replace("-", "").replace("_", "").isalnum():
+    if not is_tenant_name(tenant):
         raise ValueError("a tenant is letters, digits, '-' and '_'")
 
 
