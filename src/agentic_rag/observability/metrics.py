@@ -40,6 +40,8 @@ METRICS_DIR_VARIABLE: Final = "PROMETHEUS_MULTIPROC_DIR"  # the name prometheus_
 
 # Seconds; skills may call slow models, so the buckets reach five minutes.
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+# Seconds the event loop answered late: a healthy loop's lag is below a few milliseconds.
+_LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
 class Metrics:
@@ -122,6 +124,13 @@ class Metrics:
             ["outcome"],
             buckets=_DURATION_BUCKETS,
         )
+        self.loop_lag = self._histogram(
+            "agentic_rag_event_loop_lag_seconds",
+            "How much later than asked a task woke on the event loop, measured every half "
+            "second: how long a request would have waited for the loop.",
+            [],
+            buckets=_LAG_BUCKETS,
+        )
 
     def _counter(
         self, name: str, documentation: str, labelnames: list[str]
@@ -142,7 +151,9 @@ class Metrics:
         key = (id(metric), labels)
         found = self._children.get(key)
         if found is None:
-            found = self._children[key] = metric.labels(*labels)
+            # prometheus_client's metric without labels is its only series itself
+            alone = not labels and not isinstance(metric, Family)
+            found = self._children[key] = metric if alone else metric.labels(*labels)
         return found
 
     def render(self) -> bytes:
@@ -220,3 +231,10 @@ def record_skill_call(skill: str, protocol: str, outcome: str, seconds: float) -
     if metrics is not None:
         metrics.child(metrics.skill_calls, skill, protocol, outcome).inc()
         metrics.child(metrics.skill_duration, skill, protocol).observe(seconds)
+
+
+def record_loop_lag(seconds: float) -> None:
+    """The event loop woke a task `seconds` later than it asked (observability/loop_lag.py)."""
+    metrics = _CURRENT.get()
+    if metrics is not None:
+        metrics.child(metrics.loop_lag).observe(seconds)
