@@ -12,10 +12,14 @@ FalkorDB.
 import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 
+from agentic_rag.graph.results import EpisodeResult, GetEpisodesOutput
+from agentic_rag.mcp.listing import output_schema
 from tests.support.databases import new_database
 from tests.support.graph import (
     POISON,
@@ -24,7 +28,9 @@ from tests.support.graph import (
     add,
     graph_server,
     new_tenant,
+    queued_uuid,
     statuses,
+    until_asked,
     until_processed,
     until_status,
 )
@@ -128,6 +134,69 @@ async def test_a_failing_episode_is_retried_then_failed_and_the_next_one_goes(
     status = (await acme.result("get_status"))["message"]
     assert f"episodes of {group}: 0 queued, 0 processing, 1 done, 1 failed;" in status
     assert f"last error: {failed['error']}" in status
+
+
+async def listed(tenant: Tenant, group: str) -> dict[str, dict[str, Any]]:
+    """get_episodes of `group` by uuid, its whole answer checked against the output model."""
+    found = await tenant.result("get_episodes", group_ids=group, max_episodes=50)
+    GetEpisodesOutput.model_validate({"result": found})
+    return {episode["uuid"]: episode for episode in found["episodes"]}
+
+
+async def test_an_episode_is_listed_in_one_shape_queued_processing_done_and_failed(
+    server: LiveServer, chat: tuple[GatedChat, str]
+) -> None:
+    acme = await new_tenant(server)
+    group = f"{acme.name}:shapes"
+    first_body = "Alice joined Acme as a rocket engineer."
+    chat[0].gate.clear()  # the LLM answers nothing until the gate opens
+    try:
+        first = await add(acme, "first", first_body, group)
+        await until_asked(chat[0], first_body)  # in the graph, being extracted
+        added = await acme.result(
+            "add_memory",
+            name="second",
+            episode_body="Bob joined Acme as a welder.",
+            group_id=group,
+            source="Text",
+            source_description="the staff newsletter",
+        )
+        second = queued_uuid(added)
+        poison = await add(acme, "poison", f"{POISON}: Alice and Acme.", group)
+        held = await listed(acme, group)
+    finally:
+        chat[0].gate.set()
+    # One episode of a namespace at a time: the second waits, queued, behind the first.
+    assert held[first]["status"] == "processing" and held[second]["status"] == "queued"
+    assert {key: held[second][key] for key in ("content", "source", "source_description")} == {
+        "content": "Bob joined Acme as a welder.",
+        "source": "text",
+        "source_description": "the staff newsletter",
+    }
+
+    assert (await until_processed(acme, poison, group))["status"] == "failed"
+    finished = await listed(acme, group)
+    assert finished[second]["status"] == "done" and finished[poison]["status"] == "failed"
+    assert held[second]["content"] == finished[second]["content"]
+    assert held[second]["source"] == finished[second]["source"]
+    answers = [held[first], held[second], finished[second], finished[poison]]
+    for episode in answers:
+        assert list(episode) == list(EpisodeResult.model_fields)
+
+    # Over MCP: tools/list's output schema is the model's, `help` gives it in full, and every
+    # answer above is valid by both.
+    async with acme.mcp() as client:
+        (tool,) = [t for t in (await client.list_tools()).tools if t.name == "get_episodes"]
+        helped = await client.call_tool("help", {"topic": "get_episodes"})
+    assert tool.output_schema == output_schema(GetEpisodesOutput)
+    assert helped.structured_content is not None
+    (described,) = helped.structured_content["skills"]
+    full = described["output_schema"]
+    assert full["$defs"]["EpisodeResult"]["required"] == list(EpisodeResult.model_fields)
+    for episode in answers:
+        answer = {"result": {"message": "Episodes retrieved successfully", "episodes": [episode]}}
+        jsonschema.validate(answer, full)
+        jsonschema.validate(answer, tool.output_schema)
 
 
 async def test_episodes_queued_at_a_restart_are_processed_by_the_next_server(

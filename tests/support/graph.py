@@ -149,6 +149,15 @@ class GatedChat(RecordedChat):
         return await super().answer(body)
 
 
+async def until_asked(chat: GatedChat, text: str) -> None:
+    """Wait until the LLM was asked about `text`: its extraction is under way."""
+    for _ in range(1200):
+        if any(text in body for body in chat.bodies):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the LLM was never asked about {text!r}")
+
+
 def graph_server(database_url: str, data_dir: Path, chat_url: str) -> Any:
     return live_server(
         None,

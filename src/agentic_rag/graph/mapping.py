@@ -1,17 +1,19 @@
 """Graphiti's nodes, edges, episodes and communities as the graph skills' results
-(results.py), shaped as Graphiti's own MCP server gives them; and an episode's state in our
-queue (queue.py) as the fields get_episodes adds to them.
+(results.py), shaped as Graphiti's own MCP server gives them; an episode with its state in our
+queue (queue.py), in one shape whether it is in the graph or only in the queue.
 """
 
 from datetime import datetime
 from typing import Any
 
 from graphiti_core.edges import EntityEdge
-from graphiti_core.nodes import CommunityNode, EntityNode, EpisodicNode
+from graphiti_core.nodes import CommunityNode, EntityNode, EpisodeType, EpisodicNode
 
+from agentic_rag.graph.cost import EpisodeCost
+from agentic_rag.graph.errors import InvalidRequest
 from agentic_rag.graph.namespaces import Namespace
 from agentic_rag.graph.queue import EpisodeRecord
-from agentic_rag.graph.results import CommunityResult, EdgeResult, NodeResult
+from agentic_rag.graph.results import CommunityResult, EdgeResult, EpisodeResult, NodeResult
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -59,15 +61,64 @@ def fact(edge: EntityEdge, ns: Namespace, origin: dict[str, Any]) -> dict[str, A
     return data
 
 
-def episode(node: EpisodicNode, ns: Namespace) -> dict[str, Any]:
+def episode_type(source: str) -> EpisodeType:
+    """add_memory's `source` (any case) as Graphiti's episode type, or a clear refusal."""
+    try:
+        return EpisodeType[source.lower()]
+    except KeyError:
+        raise InvalidRequest(f"source {source!r} is not one of text, json, message") from None
+
+
+def episode_result(
+    node: EpisodicNode, ns: Namespace, record: EpisodeRecord | None
+) -> EpisodeResult:
+    """An episode of the graph, with its state in the queue (`record`; None when the queue
+    does not hold it)."""
+    return EpisodeResult(
+        uuid=node.uuid,
+        name=node.name,
+        content=node.content,
+        created_at=_iso(node.created_at),
+        source=node.source.value,
+        source_description=node.source_description,
+        group_id=ns.name,
+        **_queue_state(record),
+    )
+
+
+def queued_episode_result(record: EpisodeRecord) -> EpisodeResult:
+    """An episode not (yet) in the graph, queued or failed: as add_memory was given it."""
+    return EpisodeResult(
+        uuid=record.uuid,
+        name=record.name,
+        content=record.content,
+        created_at=record.created_at.isoformat(),
+        source=episode_type(record.source).value,
+        source_description=record.source_description,
+        group_id=record.group_id,
+        **_queue_state(record),
+    )
+
+
+def _queue_state(record: EpisodeRecord | None) -> dict[str, Any]:
+    """An episode's state in the queue and its cost: EpisodeResult's fields past Graphiti's."""
+    if record is None:
+        return {"status": None, "attempts": 0, "error": None, **_cost(EpisodeCost(), 0.0)}
     return {
-        "uuid": node.uuid,
-        "name": node.name,
-        "content": node.content,
-        "created_at": _iso(node.created_at),
-        "source": node.source.value,
-        "source_description": node.source_description,
-        "group_id": ns.name,
+        "status": record.state,
+        "attempts": record.attempts,
+        "error": record.error,
+        **_cost(record.cost, record.seconds),
+    }
+
+
+def _cost(cost: EpisodeCost, seconds: float) -> dict[str, Any]:
+    return {
+        "llm_calls": cost.calls,
+        "prompt_tokens": cost.prompt_tokens,
+        "completion_tokens": cost.completion_tokens,
+        "llm_seconds": round(cost.seconds, 3),
+        "seconds": round(seconds, 3),
     }
 
 
@@ -75,28 +126,3 @@ def community_result(community: CommunityNode, ns: Namespace) -> CommunityResult
     return CommunityResult(
         uuid=community.uuid, name=community.name, group_id=ns.name, summary=community.summary
     )
-
-
-def queue_state(record: EpisodeRecord) -> dict[str, Any]:
-    """An episode's state in the queue and its cost, as fields added to Graphiti's episode."""
-    return {
-        "status": record.state,
-        "attempts": record.attempts,
-        "error": record.error,
-        "llm_calls": record.cost.calls,
-        "prompt_tokens": record.cost.prompt_tokens,
-        "completion_tokens": record.cost.completion_tokens,
-        "llm_seconds": round(record.cost.seconds, 3),
-        "seconds": round(record.seconds, 3),
-    }
-
-
-def pending_episode(record: EpisodeRecord) -> dict[str, Any]:
-    """An episode not (yet) in the graph, as get_episodes lists it."""
-    return {
-        "uuid": record.uuid,
-        "name": record.name,
-        "created_at": record.created_at.isoformat(),
-        "group_id": record.group_id,
-        **queue_state(record),
-    }

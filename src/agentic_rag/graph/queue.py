@@ -39,11 +39,15 @@ class QueuedEpisode:
 
 @dataclass(frozen=True)
 class EpisodeRecord:
-    """An episode as the queue knows it: its state and what it cost."""
+    """An episode as the queue knows it: what add_memory was given, its state and what it
+    cost."""
 
     uuid: str
     group_id: str
     name: str
+    content: str
+    source: str  # as given: text, json or message in any case
+    source_description: str
     state: str
     attempts: int
     error: str | None
@@ -309,8 +313,10 @@ class EpisodeQueue:
 
 
 _RECORD = (
-    "tenant, uuid, sub_group, arguments->>'name' AS name, state, attempts, error, llm_calls, "
-    "prompt_tokens, completion_tokens, llm_seconds, seconds, created_at"
+    "tenant, uuid, sub_group, arguments->>'name' AS name, arguments->>'episode_body' AS content, "
+    "arguments->>'source' AS source, arguments->>'source_description' AS source_description, "
+    "state, attempts, error, llm_calls, prompt_tokens, completion_tokens, llm_seconds, seconds, "
+    "created_at"
 )
 
 
@@ -319,6 +325,9 @@ def _record(row: asyncpg.Record) -> EpisodeRecord:
         uuid=row["uuid"],
         group_id=Namespace(row["tenant"], row["sub_group"]).name,
         name=row["name"],
+        content=row["content"],
+        source=row["source"],
+        source_description=row["source_description"],
         state=row["state"],
         attempts=row["attempts"],
         error=row["error"],

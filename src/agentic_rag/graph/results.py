@@ -1,8 +1,9 @@
 """The graph skills' arguments and results, shaped as Graphiti's own MCP server shapes them.
 
 Their JSON schemas equal the ones in `spec/graphiti-mcp-tools.json` (a test compares them), so
-a client written for Graphiti's server reads them unchanged. The class names of nested models
-are the spec's `$defs` names; top-level models carry the spec's titles.
+a client written for Graphiti's server reads them unchanged; the one narrowing is get_episodes'
+episodes, any object in the spec, here `EpisodeResult`. The class names of nested models are
+the spec's `$defs` names; top-level models carry the spec's titles.
 
 Arguments keep Graphiti's names and defaults and no constraints of their own (a constraint
 would change the schema): handlers check values and refuse bad ones with a clear error.
@@ -11,7 +12,7 @@ arguments, for the skills and the service alike.
 """
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -192,9 +193,39 @@ class FactSearchResponse(BaseModel):
     facts: list[dict[str, Any]]
 
 
+EpisodeStatus = Literal["queued", "processing", "done", "failed"]
+
+
+# Graphiti's schema lets an episode be any object; this narrows it to the seven fields its
+# server gives and ours, so a client written for Graphiti's server reads it unchanged.
+class EpisodeResult(BaseModel):
+    """An episode as get_episodes lists it, in one shape whatever its state: Graphiti's
+    episode, its state in the episode queue and what extracting it cost (null and 0 for an
+    episode the queue does not hold)."""
+
+    uuid: str
+    name: str
+    content: str
+    created_at: str | None
+    source: str = Field(description="text, json or message")
+    source_description: str
+    group_id: str
+    status: EpisodeStatus | None = Field(
+        description="Its state in the episode queue; null when the queue does not hold it "
+        "(extracted within its call by the client's model, or deleted while being extracted)"
+    )
+    attempts: int = Field(description="Extractions started")
+    error: str | None = Field(description="The last failed attempt's reason")
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    llm_seconds: float = Field(description="Time spent waiting for the LLM, every attempt")
+    seconds: float = Field(description="Processing time, every attempt")
+
+
 class EpisodeSearchResponse(BaseModel):
     message: str
-    episodes: list[dict[str, Any]]
+    episodes: list[EpisodeResult]
 
 
 class SagaSummaryResponse(BaseModel):

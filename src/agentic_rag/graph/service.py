@@ -60,11 +60,11 @@ from agentic_rag.graph.ingestion import EpisodeIngestion, Spared
 from agentic_rag.graph.mapping import (
     community_result,
     edge_result,
-    episode,
+    episode_result,
+    episode_type,
     fact,
     node_result,
-    pending_episode,
-    queue_state,
+    queued_episode_result,
 )
 from agentic_rag.graph.namespaces import Namespace
 from agentic_rag.graph.provenance import mentions, provenance
@@ -73,6 +73,7 @@ from agentic_rag.graph.results import (
     AddMemoryArguments,
     CommunityResult,
     EdgeResult,
+    EpisodeResult,
     NodeResult,
     parse_time,
 )
@@ -491,27 +492,24 @@ class GraphService:
             found += [(edge, ns) for edge in results.edges]
         return await self._facts(namespaces[0].tenant, found[:limit])
 
-    async def episodes(self, namespaces: Sequence[Namespace], limit: int) -> list[dict[str, Any]]:
+    async def episodes(self, namespaces: Sequence[Namespace], limit: int) -> list[EpisodeResult]:
         """The newest episodes: those in the graph, and those queued, processing or failed;
         each with its state in the queue and what it cost (episodes not added through the
-        queue have none)."""
+        queue have no state and no cost)."""
         tenant = namespaces[0].tenant
         found: list[tuple[EpisodicNode, Namespace]] = []
         for ns in namespaces:
             graphiti = await self._graphiti(ns)
             nodes = await EpisodicNode.get_by_group_ids(graphiti.driver, [ns.graph], limit=limit)
             found += [(node, ns) for node in nodes]
-        in_graph = {node.uuid: episode(node, ns) for node, ns in found}
-        records = await self.queue.records(tenant, list(in_graph))
-        for uuid, data in in_graph.items():
-            if uuid in records:
-                data.update(queue_state(records[uuid]))
-        listed = [(data["created_at"], data) for data in in_graph.values()]
+        records = await self.queue.records(tenant, [node.uuid for node, _ in found])
+        listed = [episode_result(node, ns, records.get(node.uuid)) for node, ns in found]
+        in_graph = {node.uuid for node, _ in found}
         for record in await self.queue.unfinished(tenant, list(namespaces), limit):
             if record.uuid not in in_graph:
-                listed.append((record.created_at.isoformat(), pending_episode(record)))
-        listed.sort(key=lambda pair: pair[0] or "", reverse=True)
-        return [data for _, data in listed[:limit]]
+                listed.append(queued_episode_result(record))
+        listed.sort(key=lambda listing: listing.created_at or "", reverse=True)
+        return listed[:limit]
 
     async def _find_edge(self, tenant: str, uuid: str) -> tuple[Graphiti, Namespace, EntityEdge]:
         for ns in await self.tenant_namespaces(tenant):
@@ -667,13 +665,6 @@ class GraphService:
                 line += f"; last error: {entry.last_error}"
             parts.append(line)
         return "; ".join(parts)
-
-
-def episode_type(source: str) -> EpisodeType:
-    try:
-        return EpisodeType[source.lower()]
-    except KeyError:
-        raise InvalidRequest(f"source {source!r} is not one of text, json, message") from None
 
 
 def _scored[T](items: Sequence[T], scores: Sequence[float]) -> list[tuple[T, float]]:
