@@ -1,6 +1,8 @@
 """Authentication, scopes and the Agent Card's security declaration, with real credentials."""
 
 import asyncio
+import http.client
+import json
 import logging
 import time
 from datetime import UTC, datetime, timedelta
@@ -190,6 +192,65 @@ def test_hs256_tokens_give_the_tenant_and_scopes_of_their_claims(
         metadata = httpx.get(server.url + "/.well-known/oauth-protected-resource").json()
         assert metadata["authorization_servers"] == [ISSUER]
         assert metadata["resource"] == server.url + "/mcp"
+
+
+# The discovery documents served: Agent Cards, JWKS, RFC 9728's protected resource (its root
+# form and the one for /mcp).
+SERVED_DISCOVERY = [
+    "/.well-known/agent.json",
+    "/.well-known/agent-card.json",
+    "/.well-known/jwks.json",
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+]
+# What an OAuth client (the MCP SDK's, for one) tries to find an authorization server, which
+# this server is not: RFC 8414 and OIDC discovery at the root, path-inserted for /mcp, and
+# OIDC's path-appended form; and a well-known path nothing here serves.
+UNSERVED_DISCOVERY = [
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/oauth-authorization-server/mcp",
+    "/.well-known/openid-configuration",
+    "/.well-known/openid-configuration/mcp",
+    "/mcp/.well-known/openid-configuration",
+    "/.well-known/security.txt",
+]
+
+
+def raw_status(url: str, method: str, path: str, body: bytes = b"") -> int:
+    """The status of a request for `path` sent as is (httpx would resolve dot segments)."""
+    parsed = httpx.URL(url)
+    connection = http.client.HTTPConnection(parsed.host, parsed.port, timeout=30)
+    try:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        connection.request(method, path, body=body, headers=headers)
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def test_with_keys_discovery_documents_are_public_and_an_unserved_one_is_404(
+    database_url: str, data_dir: Path
+) -> None:
+    key = create_key(database_url, "acme", ["read", "write"])
+    with live_server(
+        conformance_registry(), database_url=database_url, data_dir=data_dir
+    ) as server:
+        for path in SERVED_DISCOVERY:
+            assert httpx.get(server.url + path).status_code == 200, path
+        for path in UNSERVED_DISCOVERY:
+            answer = httpx.get(server.url + path)
+            assert answer.status_code == 404, (path, answer.status_code)
+            assert "www-authenticate" not in answer.headers, path
+
+        # Everything else still needs a credential, a path through the well-known prefix too.
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        assert httpx.get(server.url + "/nowhere").status_code == 401
+        assert httpx.post(server.url + "/mcp", json=listing).status_code == 401
+        assert send(server.url).status_code == 401
+        body = json.dumps(listing).encode()
+        assert raw_status(server.url, "POST", "/.well-known/../mcp", body) == 404
+        assert raw_status(server.url, "POST", "/.well-known/%2e%2e/mcp", body) == 404
+        assert send(server.url, **{"X-API-Key": key}).status_code == 200
 
 
 ATTACKS = {

@@ -6,18 +6,15 @@ from agentic_rag.schema.problems import problem_response
 from agentic_rag.security.auth import Authenticator, AuthFailure
 from agentic_rag.security.principal import SCOPE_KEY
 
-# Routes anyone may read: discovery documents and probes (metrics guard themselves).
+# Discovery documents (RFC 8615's well-known URIs: Agent Cards, JWKS, RFC 9728's protected
+# resource, RFC 8414's and OIDC's authorization server metadata, root or path-inserted) are
+# public: a client reads them before it has a credential, so one not served answers 404, never
+# 401. No route takes a path parameter that could reach past this prefix.
+WELL_KNOWN = "/.well-known/"
+# Routes anyone may read: probes (metrics guard themselves), and OIDC's path-appended
+# discovery form for the one resource OAuth clients are sent to (/mcp).
 PUBLIC_PATHS = frozenset(
-    {
-        "/.well-known/agent.json",
-        "/.well-known/agent-card.json",
-        "/.well-known/jwks.json",
-        "/.well-known/oauth-protected-resource",
-        "/.well-known/oauth-protected-resource/mcp",
-        "/healthz",
-        "/readyz",
-        "/metrics",
-    }
+    {"/healthz", "/readyz", "/metrics", "/mcp/.well-known/openid-configuration"}
 )
 # The operators' REST routes of the agent network (agentic_rag/network/rest.py).
 PROBLEM_PATHS = "/a2a/"
@@ -37,6 +34,7 @@ class AuthenticationMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
             scope["type"] not in ("http", "websocket")
+            or scope["path"].startswith(WELL_KNOWN)
             or scope["path"] in PUBLIC_PATHS
             or (scope.get("method"), scope["path"]) in PUBLIC_PAGES
         ):
