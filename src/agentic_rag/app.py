@@ -21,6 +21,7 @@ from agentic_rag.network.rest import NetworkRoutes
 from agentic_rag.observability import metrics as observed
 from agentic_rag.observability.loop_lag import watch_loop_lag
 from agentic_rag.observability.middleware import ObservabilityMiddleware
+from agentic_rag.security.host_guard import HostGuard, ServedNames
 from agentic_rag.security.middleware import AuthenticationMiddleware
 from agentic_rag.skills import SkillRegistry
 
@@ -82,6 +83,8 @@ def build_app(settings: Settings | None = None, registry: SkillRegistry | None =
             Middleware(
                 ObservabilityMiddleware, metrics=metrics, rpc_methods=[*METHOD_SCOPES, *V1_METHODS]
             ),
+            # Before authentication and every route, /mcp included: DNS rebinding.
+            Middleware(HostGuard, names=ServedNames.of(settings)),
             Middleware(AuthenticationMiddleware, authenticator=engine.auth),
         ],
         lifespan=lifespan,

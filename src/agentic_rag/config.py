@@ -4,6 +4,7 @@ Names are `AGENTIC_RAG_<FIELD>` (for example `AGENTIC_RAG_PUBLIC_URL`), except t
 deployments conventionally set without a prefix: `DATABASE_URL` and `REDIS_URL`.
 """
 
+import ipaddress
 import json
 import re
 import shlex
@@ -24,7 +25,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from agentic_rag.hosts import allow_list_entry
+from agentic_rag.hosts import allow_list_entry, is_host_name
 
 DEFAULT_DATA_DIR = Path("data")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
@@ -79,6 +80,12 @@ class Settings(BaseSettings):
     )
     public_url: str | None = Field(
         None, description="Base URL peers use to reach this server; the Agent Card's `url`."
+    )
+    allowed_hosts: HostList = Field(
+        default_factory=list,
+        description="Host names this server answers to besides localhost, IP addresses and the "
+        "public URL's host (a reverse proxy's, a LAN name), and whose pages may call it; any "
+        "other `Host` is refused (421), against DNS rebinding.",
     )
 
     database_url: str | None = Field(
@@ -375,7 +382,11 @@ class Settings(BaseSettings):
     )
 
     @field_validator(
-        "push_allow_private", "ingest_allow_private", "peers_allow_private", mode="before"
+        "push_allow_private",
+        "ingest_allow_private",
+        "peers_allow_private",
+        "allowed_hosts",
+        mode="before",
     )
     @classmethod
     def _host_list(cls, value: object) -> object:
@@ -397,6 +408,18 @@ class Settings(BaseSettings):
         except ValueError as exc:
             raise ValueError(f"{exc}; expected {HOST_LIST_FORMAT}") from None
         return value
+
+    @field_validator("allowed_hosts", mode="after")
+    @classmethod
+    def _names_are_names(cls, value: list[str]) -> list[str]:
+        names = [entry.strip().lower().removesuffix(".") for entry in value]
+        for entry, name in zip(value, names, strict=True):
+            if not (is_host_name(name) or _is_address(name)):
+                raise ValueError(
+                    f"{entry!r} is not a host name: expected names such as rag.example.com, "
+                    "without scheme or port, comma-separated or a JSON list"
+                )
+        return names
 
     @field_validator("upstream_mcp", mode="before")
     @classmethod
@@ -511,6 +534,14 @@ class Settings(BaseSettings):
         if self.public_url:
             return self.public_url.rstrip("/")
         return f"http://{self.host}:{self.port}"
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def load_cookies(path: Path) -> MozillaCookieJar:

@@ -65,6 +65,7 @@ BAD_SETTINGS = [
     ("AGENTIC_RAG_UPSTREAM_MCP", "graphiti", "a JSON list"),
     ("AGENTIC_RAG_PEER_CREDENTIALS", "Bearer secret-token", "a JSON object"),
     ("AGENTIC_RAG_MCP_TOOL_GROUPS", "knowledge,search", "'graphiti-compat' or 'upstream'"),
+    ("AGENTIC_RAG_ALLOWED_HOSTS", "rag.example.com:8443", "without scheme or port"),
 ]
 # Each command with the first bad setting, and serve with each of them.
 CASES = [

@@ -12,17 +12,14 @@ request goes to the one its `Accept` header asks for: a client that accepts
 `application/json` gets one JSON response.
 """
 
-import ipaddress
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from mcp.server import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -47,46 +44,10 @@ if TYPE_CHECKING:
 
 PATH = "/mcp"
 
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
-
 # RFC 9110 §5.5: a field value does not include leading or trailing whitespace.
 _OWS = b" \t"
 
 log = logging.getLogger(__name__)
-
-
-def transport_security(settings: Settings) -> TransportSecuritySettings:
-    """DNS-rebinding protection that lets in the names this server is configured under.
-
-    Loopback names always; the bind address unless it is a wildcard; the public URL's host.
-    Bound to a wildcard address with no public URL, the server cannot know its own name, so
-    the check is off: such a server requires credentials (the CLI refuses it otherwise).
-    """
-    hosts = list(_LOOPBACK)
-    if not _is_wildcard(settings.host):
-        hosts.append(f"[{settings.host}]" if ":" in settings.host else settings.host)
-    origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
-    if settings.public_url:
-        public = urlsplit(settings.public_url)
-        if public.hostname:
-            hosts.append(public.netloc.rpartition("@")[2])
-            origins.append(f"{public.scheme}://{public.netloc.rpartition('@')[2]}")
-    elif _is_wildcard(settings.host):
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    allowed_hosts = [*hosts, *(f"{h}:*" for h in hosts)]
-    allowed_origins = [*origins, *(f"{o}:*" for o in origins)]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=list(dict.fromkeys(allowed_hosts)),
-        allowed_origins=list(dict.fromkeys(allowed_origins)),
-    )
-
-
-def _is_wildcard(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_unspecified
-    except ValueError:
-        return False
 
 
 class _ByAccept:
@@ -225,13 +186,13 @@ class McpHttp:
             instructions=settings.agent_description,
             tool_groups=ToolGroups.of(settings.mcp_tool_groups),
         )
-        security = transport_security(settings)
+        # No security_settings: the SDK's Host and Origin checks stay off, since the app's
+        # HostGuard (security/host_guard.py) checks every route, this one included.
         self._managers = [
             StreamableHTTPSessionManager(
                 app=self.server,
                 json_response=json_response,
                 stateless=True,
-                security_settings=security,
                 max_request_body_size=settings.max_body_bytes,
             )
             for json_response in (False, True)
@@ -240,7 +201,6 @@ class McpHttp:
         if self.sessions_offered:
             self.sessions = HttpSessions(
                 self.server,
-                security,
                 settings.max_body_bytes,
                 per_tenant=settings.mcp_sessions_per_tenant,
                 idle_seconds=settings.mcp_session_idle_seconds,

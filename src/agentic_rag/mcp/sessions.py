@@ -26,7 +26,6 @@ import orjson
 from mcp.server import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
@@ -71,7 +70,6 @@ class HttpSessions:
     def __init__(
         self,
         server: Server[Any],
-        security: TransportSecuritySettings,
         max_body_bytes: int,
         *,
         per_tenant: int,
@@ -85,7 +83,6 @@ class HttpSessions:
                 app=server,
                 json_response=json_response,
                 stateless=False,
-                security_settings=security,
                 session_idle_timeout=idle_seconds,
                 max_request_body_size=max_body_bytes,
             )
