@@ -403,7 +403,7 @@ def test_a_client_that_leaves_mid_body_is_counted_not_logged_as_an_error(
         host, port = s.url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port))) as raw:
             raw.sendall(
-                b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                 b'Content-Length: 500\r\n\r\n{"jsonrpc": "2.0", "id": 1, "method": "mess'
             )
         calls = "agentic_rag_jsonrpc_calls_total"
