@@ -94,6 +94,19 @@ class Settings(BaseSettings):
         description="PostgreSQL with pgvector; without it an embedded server runs in data_dir.",
     )
     database_pool_size: int = Field(10, description="Most database connections per process.")
+    database_statement_timeout_seconds: float = Field(
+        15.0,
+        gt=0,
+        description="Longest a statement may wait for the database's answer (client side: it "
+        "bounds a frozen database too); past it, a call is refused to retry (-32603, "
+        "Retry-After).",
+    )
+    database_acquire_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="Longest a call waits for a free database connection (or a new one) "
+        "before it is refused to retry (-32603, Retry-After).",
+    )
     postgres_shared_buffers_mb: int | None = Field(
         None,
         ge=16,

@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from agentic_rag.graph.embedded import binaries
-from agentic_rag.storage.embedded import EmbeddedPostgres
+from agentic_rag.storage.embedded import EmbeddedPostgres, postgres_processes
 from tests.support.databases import create_database
 from tests.support.knowledge import page
 from tests.support.live import free_port
@@ -77,6 +77,7 @@ class ExternalPostgres:
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="agentic-rag-cluster-pg-"))
         self.server = EmbeddedPostgres(self.root)
+        self.pgdata = self.server.pgdata
         self.dsn = self.server.start()
 
     def database(self) -> str:
@@ -90,6 +91,23 @@ class ExternalPostgres:
             yield
         finally:
             assert self.server.start() == self.dsn
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Every process of the server stopped (SIGSTOP) while the block runs, resumed
+        (SIGCONT) after it, whatever happens."""
+        stopped: set[int] = set()
+        try:
+            # Again until none is new: a backend forked while the postmaster was being stopped.
+            while new := {p for p, d in postgres_processes().items() if d == self.pgdata} - stopped:
+                for pid in new:
+                    os.kill(pid, signal.SIGSTOP)
+                stopped |= new
+            yield
+        finally:
+            for pid in stopped:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
     def close(self) -> None:
         self.server.stop()

@@ -3,7 +3,7 @@ directory (started if needed, and stopped after unless another process still use
 long as a block runs (`open_database`), or as the engine's `Database`, built before it starts."""
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -71,7 +71,7 @@ class Database:
             self._stack.push_async_callback(asyncio.to_thread, postgres.stop)
             dsn = await asyncio.to_thread(postgres.start)
         self._dsn = dsn
-        opened = await connect(dsn, self._size)
+        opened = await connect(dsn, self._size, self._settings.database_statement_timeout_seconds)
         self._stack.push_async_callback(opened.close)
         self._opened = opened
 
@@ -86,22 +86,30 @@ class Database:
         return self._opened
 
     def acquire(self) -> PoolAcquireContext:
-        return self._pool.acquire()
+        """A connection, or TimeoutError past the settings' acquire timeout (every connection
+        busy, or a new one not answered: a frozen database is an outage, not a wait)."""
+        return self._pool.acquire(timeout=self._settings.database_acquire_timeout_seconds)
 
+    # asyncpg's pool acquires for these without a timeout: through `acquire`, with one.
     async def execute(self, query: str, *args: object) -> str:
-        return await self._pool.execute(query, *args)
+        async with self.acquire() as conn:
+            return await conn.execute(query, *args)
 
-    async def executemany(self, command: str, args: object) -> None:
-        await self._pool.executemany(command, args)
+    async def executemany(self, command: str, args: Iterable[Sequence[object]]) -> None:
+        async with self.acquire() as conn:
+            await conn.executemany(command, args)
 
     async def fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
-        return await self._pool.fetch(query, *args)
+        async with self.acquire() as conn:
+            return await conn.fetch(query, *args)
 
     async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
-        return await self._pool.fetchrow(query, *args)
+        async with self.acquire() as conn:
+            return await conn.fetchrow(query, *args)
 
     async def fetchval(self, query: str, *args: object) -> Any:
-        return await self._pool.fetchval(query, *args)
+        async with self.acquire() as conn:
+            return await conn.fetchval(query, *args)
 
     async def close(self) -> None:
         await self.stop()

@@ -5,6 +5,7 @@ built before the database it connects to exists. The stores are written against 
 protocol, not against either class.
 """
 
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from asyncpg import Record
@@ -18,7 +19,7 @@ class Pool(Protocol):
 
     async def execute(self, query: str, *args: object) -> str: ...
 
-    async def executemany(self, command: str, args: object) -> None: ...
+    async def executemany(self, command: str, args: Iterable[Sequence[object]]) -> None: ...
 
     async def fetch(self, query: str, *args: object) -> list[Record]: ...
 

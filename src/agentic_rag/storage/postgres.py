@@ -87,8 +87,13 @@ async def pending_migrations(conn: asyncpg.Connection) -> list[str]:
     return sorted(known - done)
 
 
-async def connect(dsn: str, size: int) -> asyncpg.Pool:
-    """Open a pool on `dsn` after bringing its schema up to date."""
+async def connect(dsn: str, size: int, statement_timeout: float | None = None) -> asyncpg.Pool:
+    """Open a pool on `dsn` after bringing its schema up to date.
+
+    `statement_timeout` bounds each statement on the client's side (asyncpg's command_timeout,
+    which then cancels it on the server): a database that stops answering altogether, which
+    PostgreSQL's own statement_timeout cannot notice, is a TimeoutError then, not a wait.
+    """
     conn = await asyncpg.connect(dsn)
     try:
         await migrate(conn)
@@ -100,6 +105,7 @@ async def connect(dsn: str, size: int) -> asyncpg.Pool:
         max_size=size,
         init=_init_connection,
         connection_class=PooledConnection,
+        command_timeout=statement_timeout,
     )
     assert pool is not None
     return pool

@@ -13,8 +13,11 @@ from agentic_rag.knowledge.store.connection import Connection
 from agentic_rag.knowledge.store.lexicon import LEXICON_LOCK
 from agentic_rag.storage.pool import Pool
 
-# The memory a re-embedding's HNSW index is built with.
+# The memory a re-embedding's HNSW index is built with, and the longest its build may take
+# (not a request's statement timeout: a million chunks take 8 to 16 minutes,
+# bench/results/knowledge-scale.md).
 HNSW_BUILD_MEMORY = "3GB"
+HNSW_BUILD_SECONDS = 6 * 3600
 # The HNSW graph (neighbours per node, candidates kept while building), with the candidates
 # a search keeps (search.HNSW_EF_SEARCH). At a million chunks, recall@10 against exact search:
 # pgvector's defaults (16, 64) 0.88 with ef_search 400, 0.95 with 800 (p95 28 ms); (24, 128)
@@ -229,7 +232,8 @@ async def _create_hnsw_index(conn: Connection, space: Space) -> None:
     await conn.execute(
         f"CREATE INDEX IF NOT EXISTS chunk_embeddings_hnsw_{space.id} ON chunk_embeddings "
         f"USING hnsw ((embedding::{space.index_type}) halfvec_cosine_ops) "
-        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE space = {space.id}"
+        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE space = {space.id}",
+        timeout=HNSW_BUILD_SECONDS,
     )
 
 
