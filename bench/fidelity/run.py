@@ -281,7 +281,7 @@ class Tally:
         for runs in blocks:
             if all(run in haystack for run in runs):
                 self.kept += 1
-            elif len(self.missing) < 5:
+            elif len(self.missing) < 10:
                 self.missing.append(" / ".join(runs)[:160])
         prose = "\n".join(s.text for s in sections if s.kind != "code")
         self.escapes += len(_ESCAPES_IN_TEXT.findall(prose))

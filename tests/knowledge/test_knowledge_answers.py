@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 from agentic_rag.knowledge import answers, grounding
+from agentic_rag.knowledge.fusion import Fused
+from agentic_rag.knowledge.results import Provenance, SearchHit
+from agentic_rag.knowledge.retrieval import citation_relevance
 from tests.support.knowledge import Caller, KnowledgeChatDouble
 from tests.support.live import live_server, serve_in_thread
 from tests.support.outcomes import output
@@ -124,6 +127,55 @@ def test_the_extractive_answer_is_whole_sentences_without_markup() -> None:
     assert "SQLITE_MAX_ATTACHED which is set to 10 by default." in answers.extractive(
         HOW_MANY, PASSAGES
     )
+
+
+def hit(rank: int, score: float) -> SearchHit:
+    page = f"https://bees.example/{rank}"
+    where = Provenance(
+        document_id=page,
+        source_id="bees",
+        source_kind="url",
+        uri=page,
+        title=page,
+        chunk_id=rank,
+        position=0,
+        char_start=0,
+        char_end=10,
+    )
+    return SearchHit(rank=rank, score=score, text=f"passage {rank}", provenance=where)
+
+
+def ranks(hits: list[SearchHit]) -> list[int]:
+    return [h.rank for h in hits]
+
+
+def test_the_sources_are_the_hits_near_the_best() -> None:
+    """Issue 33, point 3: [2] and [3] at 0.179 and 0 of a fused 2.0 were filler, not sources."""
+    hits = [hit(1, 2.0), hit(2, 1.1), hit(3, 0.179), hit(4, 0.0)]
+    fused = citation_relevance(None, hits, [])
+    assert fused == [2.0, 1.1, 0.179, 0.0]
+    assert ranks(answers.sources(hits, fused, 0.5)) == [1, 2]
+    assert ranks(answers.sources(hits, fused, 0.05)) == [1, 2, 3]
+    assert answers.sources(hits, fused, 0.0) == hits
+    assert answers.sources([], [], 0.5) == []
+    # With no relevance above 0 there is no scale to be far below on: every hit is a source.
+    negative = [hit(1, -0.1), hit(2, -0.5)]
+    assert answers.sources(negative, [-0.1, -0.5], 0.5) == negative
+
+
+def test_each_reranker_is_cut_on_a_relevance_scale() -> None:
+    # A cross-encoder's logits as probabilities: 4, 1 and -3 are 0.98, 0.73 and 0.05.
+    logits = [hit(1, 4.0), hit(2, 1.0), hit(3, -3.0)]
+    relevance = citation_relevance("cross-encoder", logits, [])
+    assert [round(r, 2) for r in relevance] == [0.98, 0.73, 0.05]
+    assert ranks(answers.sources(logits, relevance, 0.5)) == [1, 2]
+    # MMR's values dock the second passage for resembling the first; its fused score says it
+    # is as relevant, and it stays a source.
+    picked = [hit(1, 0.9), hit(2, 0.02), hit(3, 0.01)]
+    fused = [Fused(1, 2.0, {}), Fused(3, 0.1, {}), Fused(2, 1.8, {})]
+    relevance = citation_relevance("mmr", picked, fused)
+    assert relevance == [2.0, 1.8, 0.1]
+    assert ranks(answers.sources(picked, relevance, 0.5)) == [1, 2]
 
 
 @pytest.fixture

@@ -1,12 +1,14 @@
 """Answers with numbered citations: synthesised by the LLM when one is configured and checked
 against the passages it cites (grounding.py), otherwise extractive: whole sentences of the best
-passages that answer the question, quoted, numbered, with a line that says why they are quotes."""
+passages that answer the question, quoted, numbered, with a line that says why they are quotes.
+The sources an answer may cite are the hits that score near the best (`sources`)."""
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentic_rag.knowledge import grounding
+from agentic_rag.knowledge.results import SearchHit
 from agentic_rag.llm.chat import Chat
 
 NO_LLM = "No LLM is configured, so this answer quotes the best passages"
@@ -74,6 +76,18 @@ def plain(text: str) -> str:
             line = "; ".join(cell.strip() for cell in line.strip().strip("|").split("|"))
         lines.append(line)
     return "\n".join(lines)
+
+
+def sources(hits: Sequence[SearchHit], relevance: Sequence[float], ratio: float) -> list[SearchHit]:
+    """The hits an answer may cite: the best, and each other whose relevance (by hit) is at
+    least `ratio` times the best's. A passage far below the best is what the ranking had left,
+    not a source: on a site of three pages, the two unrelated pages came back as [2] and [3]
+    at 0.06 and 0 of a fused 2.0. When no relevance is above 0 there is no scale to be far
+    below on, and every hit is a source."""
+    best = max(relevance, default=0.0)
+    if best <= 0:
+        return list(hits)
+    return [h for h, r in zip(hits, relevance, strict=True) if r >= ratio * best]
 
 
 def numbered_sources(passages: Sequence[str]) -> str:

@@ -73,6 +73,8 @@ def _plan(plan: dict[str, Any]) -> list[str]:
     details = [f"embedding model {plan.get('embedding_model')}"]
     if plan.get("similarity_threshold") is not None:
         details.append(f"similarity threshold {plan['similarity_threshold']}")
+    if plan.get("citation_ratio") is not None:
+        details.append(f"answer cites hits at {plan['citation_ratio']} of the best score or more")
     if plan.get("filters"):
         details.append(f"filters {_value(plan['filters'])}")
     return [*lines, "      " + "; ".join(details)]

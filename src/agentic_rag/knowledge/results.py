@@ -242,7 +242,8 @@ class Explanation(BaseModel):
     query: str
     plan: dict[str, Any] = Field(
         description="Retrievers, candidates per retriever, fusion and its parameters, "
-        "reranker, top_k, filters and the embedding model"
+        "reranker, top_k, the share of the best score an answer's sources reach "
+        "(citation_ratio), filters and the embedding model"
     )
     retrievers: dict[str, list[RankedChunk]] = Field(
         description="Each retriever's hits with rank and score"

@@ -13,6 +13,7 @@ The trajectory keeps each stage's input and output with ranks, scores and time, 
 """
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -69,6 +70,11 @@ class RetrievalConfig:
     mmr_diversity: float = 0.1
     rerank_candidates: int = 20
     """Fused hits a reranker reorders."""
+    citation_ratio: float = 0.2
+    """An answer cites only the hits whose relevance is at least this share of the best hit's
+    (answers.sources, citation_relevance); the hits themselves are all returned. The largest
+    ratio that cost no query its relevant page on the quality benchmark's tuning half
+    (bench/results/citations-relative-cutoff.md)."""
 
 
 @dataclass
@@ -219,7 +225,11 @@ class Retrieval:
             for rank, (chunk_id, score) in enumerate(final, start=1)
         ]
         clock.lap("fetch")
-        reply = await self._answer(query, hits, client_model, no_model) if answer else None
+        reply = None
+        if answer:
+            relevance = citation_relevance(reranker, hits, fused)
+            cited = answers.sources(hits, relevance, config.citation_ratio)
+            reply = await self._answer(query, cited, client_model, no_model)
         if reply is not None:
             clock.lap("answer")
         trajectory_id = new_id()
@@ -240,6 +250,7 @@ class Retrieval:
                 "fusion": _fusion_plan(method if len(lists) > 1 else "none", weights, config.rrf_k),
                 "reranker": reranker,
                 "top_k": top_k,
+                "citation_ratio": config.citation_ratio if answer else None,
                 "similarity_threshold": similarity_threshold,
                 "filters": _filters_trace(filters),
                 "embedding_model": self._space.model,
@@ -423,6 +434,24 @@ class Retrieval:
                 for i, h in enumerate(hits, start=1)
             ],
         )
+
+
+def citation_relevance(
+    reranker: Reranker | None, hits: Sequence[SearchHit], fused: Sequence[Fused]
+) -> list[float]:
+    """What `answers.sources` compares, by hit: the score that ranked it, on a scale whose 0
+    means no relevance. The fused score (convex: each retriever's scores scaled to 0..1 over
+    its candidates and summed by weight; RRF: by rank) or the LLM's 0-10 grade. Under MMR the
+    fused score too: MMR's own value docks a passage for resembling one picked before, which
+    makes it no less a source (measured: cutting on it cost nDCG, bench/results/
+    citations-relative-cutoff.md). A cross-encoder's logit as its probability (the logistic
+    function): a ratio of logits means nothing."""
+    if reranker == "mmr":
+        by_chunk = {f.chunk_id: f.score for f in fused}
+        return [by_chunk[h.provenance.chunk_id] for h in hits]
+    if reranker == "cross-encoder":
+        return [1 / (1 + math.exp(-max(min(h.score, 50.0), -50.0))) for h in hits]
+    return [h.score for h in hits]
 
 
 _RANKED = TypeAdapter(list[RankedChunk])

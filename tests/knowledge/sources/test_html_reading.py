@@ -186,3 +186,41 @@ def test_the_title_carries_no_permalink_glyph() -> None:
     document = read_html(page, "https://docs.example/functools.html").document
     assert document.title == "functools \u2014 Higher-order functions"
     assert [s.text for s in document.sections if s.kind == "heading"] == [document.title]
+
+
+def test_a_paragraph_that_only_links_to_other_pages_is_left_out() -> None:
+    """Issue 33, point 3: "See Calming bees with smoke and Preparing hives for winter." names
+    other pages, so as a passage it ranked for their subjects and was quoted as a source.
+    A paragraph of links and navigation words goes; sentences, terms and type expressions made
+    of links, and lists of links, stay."""
+    page = (
+        "<html><head><title>Harvesting honey</title></head><body><main>"
+        "<h1>Harvesting honey</h1><p>Spin the capped frames in an extractor.</p>"
+        "<p>See <a href='/smoke'>Calming bees with smoke</a> and "
+        "<a href='/winter'>Preparing hives for winter</a>.</p>"
+        "<p>[ <a href='/archive'>Archive</a> | <a href='/about'>About</a> ]</p>"
+        "<p>Next: <a href='/swarms'>Catching swarms</a></p>"
+        "<p><a href='/api#f'>pass_environment()</a> passes the "
+        "<a href='/api#e'>Environment</a>.</p>"
+        "<p><a href='/typing#o'>Optional</a>[<a href='/api#t'>Token</a>]</p>"
+        "<p><a href='/glossary#comb'>Drawn comb</a></p>"
+        "<p>The <a href='/faq'>FAQ</a> says when to harvest.</p>"
+        "<ul><li><a href='/smoke'>Calming bees with smoke</a></li>"
+        "<li><a href='/winter'>Preparing hives for winter</a></li></ul>"
+        "</main></body></html>"
+    )
+    sections = read_html(page, "https://bees.example/").document.sections
+    assert [s.text for s in sections] == [
+        "Harvesting honey",
+        "Spin the capped frames in an extractor.",
+        "pass_environment() passes the Environment.",
+        "Optional[Token]",
+        "Drawn comb",
+        "The FAQ says when to harvest.",
+        "- Calming bees with smoke\n- Preparing hives for winter",
+    ]
+    # Real pages: git's SEE ALSO line of page names and Lynx's bar of links go, the rest stays.
+    git = "\n".join(s.text for s in read("git-add.html"))
+    assert "git-status(1) git-rm(1)" not in git and "Don\u2019t actually add the file(s)" in git
+    lynx = "\n".join(s.text for s in read("lynx-url_support.html"))
+    assert "telnet, tn3270, rlogin" not in lynx and "Lynx handles a number of URL types" in lynx
