@@ -62,6 +62,9 @@ DOORS = {
     "readyz": Door("GET", "/readyz", lambda r: r.json()["status"] == "ready"),
     "agent-card": Door("GET", "/.well-known/agent-card.json", lambda r: bool(r.json()["name"])),
     "home": Door("GET", "/", lambda r: "/mcp" in r.text),
+    "oauth-metadata": Door(
+        "GET", "/.well-known/oauth-protected-resource/mcp", lambda r: bool(r.json()["resource"])
+    ),
     "mcp": Door(
         "POST", "/mcp", lambda r: "tools" in r.json()["result"], rpc("tools/list", {}), MCP
     ),
