@@ -80,8 +80,12 @@ async def test_with_one_slot_started_skills_run_one_after_another(
     await engine.start()
     try:
         tasks = engine.tasks
-        started = [await tasks.start_skill("acme", "count", {"up_to": n}) for n in (1, 2)]
-        started.insert(1, await tasks.start_skill("acme", "refuse", {"question": "now"}))
+        started = [
+            await tasks.start_skill("acme", "count", {"up_to": n}, groups=None) for n in (1, 2)
+        ]
+        started.insert(
+            1, await tasks.start_skill("acme", "refuse", {"question": "now"}, groups=None)
+        )
         # A slot never given back would leave the next task queued: the wait would not end.
         outcomes = [
             await asyncio.wait_for(tasks.outcome("acme", s.task_id, wait=True), timeout=60)
@@ -97,7 +101,7 @@ async def test_with_one_slot_started_skills_run_one_after_another(
 
 
 async def test_a_started_skill_reports_progress_then_its_output_model(tasks: TaskService) -> None:
-    started = await tasks.start_skill("acme", "count", {"up_to": 3}, follow=True)
+    started = await tasks.start_skill("acme", "count", {"up_to": 3}, follow=True, groups=None)
     try:
         progress = [text async for text in started.progress()]
     finally:
@@ -112,7 +116,7 @@ async def test_a_started_skill_reports_progress_then_its_output_model(tasks: Tas
 
 
 async def test_a_completed_outcome_carries_what_the_skill_attached(tasks: TaskService) -> None:
-    started = await tasks.start_skill("acme", "count_and_attach", {"up_to": 3})
+    started = await tasks.start_skill("acme", "count_and_attach", {"up_to": 3}, groups=None)
     outcome = await tasks.outcome("acme", started.task_id, wait=True)
     assert isinstance(outcome, Completed) and outcome.output == Counted(numbers=[1, 2, 3])
     assert outcome.attached == [
@@ -124,8 +128,8 @@ async def test_a_completed_outcome_carries_what_the_skill_attached(tasks: TaskSe
 
 
 async def test_outcomes_that_are_no_result_are_typed(tasks: TaskService) -> None:
-    refused = await tasks.start_skill("acme", "refuse", {"question": "why"})
-    asked = await tasks.start_skill("acme", "ask", {"question": "colour"})
+    refused = await tasks.start_skill("acme", "refuse", {"question": "why"}, groups=None)
+    asked = await tasks.start_skill("acme", "ask", {"question": "colour"}, groups=None)
     failed = await tasks.outcome("acme", refused.task_id, wait=True)
     paused = await tasks.outcome("acme", asked.task_id, wait=True)
     assert failed == Failed(refused.task_id, failed.skill, "refused: why")
@@ -140,9 +144,9 @@ async def _canceled(tasks: TaskService, task_id: str) -> Outcome:
 
 
 async def test_a_chosen_task_id_makes_a_start_idempotent(tasks: TaskService) -> None:
-    first = await tasks.start_skill("acme", "count", {"up_to": 2}, task_id="step-1")
+    first = await tasks.start_skill("acme", "count", {"up_to": 2}, task_id="step-1", groups=None)
     done = await tasks.outcome("acme", first.task_id, wait=True)
-    again = await tasks.start_skill("acme", "count", {"up_to": 2}, task_id="step-1")
+    again = await tasks.start_skill("acme", "count", {"up_to": 2}, task_id="step-1", groups=None)
     assert first.task_id == again.task_id == "step-1"
     assert await tasks.outcome("acme", "step-1") == done  # the same task, not a second run
     assert len((await tasks.get("acme", "step-1")).artifacts or []) == 1
@@ -150,9 +154,9 @@ async def test_a_chosen_task_id_makes_a_start_idempotent(tasks: TaskService) -> 
 
 async def test_wrong_starts_are_refused_before_a_task_exists(tasks: TaskService) -> None:
     with pytest.raises(TaskRequestError, match="unknown skill 'nope'; this agent has: count"):
-        await tasks.start_skill("acme", "nope", {})
+        await tasks.start_skill("acme", "nope", {}, groups=None)
     with pytest.raises(TaskRequestError, match=r"invalid arguments for skill 'count': up_to"):
-        await tasks.start_skill("acme", "count", {"up_to": "many"})
+        await tasks.start_skill("acme", "count", {"up_to": "many"}, groups=None)
     assert await tasks.views("acme", None, 10) == []
     with pytest.raises(TaskNotFoundError):
         await tasks.outcome("other-tenant", "step-1")

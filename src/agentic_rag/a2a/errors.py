@@ -62,7 +62,8 @@ class AuthenticatedExtendedCardNotConfiguredError(A2AError):
 
 
 class ForbiddenError(A2AError):
-    """The credential is valid but lacks a scope (HTTP 403; see docs/security.md)."""
+    """The credential is valid but lacks a scope, or the group of the skill it would run
+    (HTTP 403 where the binding has a status for it; see docs/security.md)."""
 
     code, default_message = -32011, "Forbidden"
 
@@ -80,6 +81,7 @@ _TASK_ERRORS: dict[type[task_errors.TaskError], type[A2AError]] = {
     task_errors.TaskNotCancelableError: TaskNotCancelableError,
     task_errors.TaskEndedError: UnsupportedOperationError,
     task_errors.TaskRequestError: InvalidParamsError,
+    task_errors.SkillForbiddenError: ForbiddenError,
     task_errors.OutputNotAcceptedError: ContentTypeNotSupportedError,
     task_errors.TaskUnavailableError: InternalError,
 }

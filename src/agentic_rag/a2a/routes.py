@@ -24,7 +24,6 @@ from agentic_rag.a2a.errors import (
     SessionLimitReachedError,
     from_task_error,
 )
-from agentic_rag.a2a.groups import check_groups
 from agentic_rag.a2a.jsonrpc import RequestId, RPCError
 from agentic_rag.a2a.v1 import card as v1_card
 from agentic_rag.a2a.v1 import jsonrpc as v1
@@ -350,7 +349,6 @@ class A2AEndpoints:
         Without a limit the session entry is written while the task is created; either way
         it is durable before the caller is answered."""
         principal, sessions = principal_of(request.scope), self._sessions
-        await check_groups(principal, send.message, self._tasks, self._registry)
         try:
             admission = await sessions.admit(principal, send)
         except SessionLimitError as exc:
@@ -359,6 +357,7 @@ class A2AEndpoints:
             outcome = await self._tasks.send(
                 principal.tenant,
                 send,
+                groups=principal.groups,
                 reply=reply,
                 follow_ups=follow_ups,
                 context_id=admission.context_id,

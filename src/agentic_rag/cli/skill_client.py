@@ -103,7 +103,8 @@ class LocalSkills:
 
         tasks, tenant = self._engine.tasks, self._tenant
         try:
-            started = await tasks.start_skill(tenant, skill, arguments, follow=True)
+            # The operator's own data directory: every group of tools.
+            started = await tasks.start_skill(tenant, skill, arguments, groups=None, follow=True)
         except TaskError as exc:
             raise SkillCallError(exc.message) from None
         try:

@@ -46,8 +46,10 @@ class McpSkillContext:
         client_model: Chat | None = None,
         client_roots: ClientRoots | None = None,
         offers: Callable[[Skill], bool] | None = None,
+        *,
+        groups: frozenset[str] | None,
     ) -> None:
-        self._tenant = tenant
+        self._tenant, self._groups = tenant, groups
         self._texts = list(texts)
         self._steps = steps
         self._client_model = client_model  # sampling.py: the client's model, if it offers one
@@ -80,6 +82,10 @@ class McpSkillContext:
     @property
     def client_model(self) -> Chat | None:
         return self._client_model
+
+    @property
+    def groups(self) -> frozenset[str] | None:
+        return self._groups
 
     async def progress(self, text: str) -> None:
         await self._steps.step(text)

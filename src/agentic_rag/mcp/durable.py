@@ -20,8 +20,10 @@ from mcp.shared.exceptions import MCPError
 
 from agentic_rag.mcp.calls import tool_error, tool_result
 from agentic_rag.mcp.context import ProgressSteps
+from agentic_rag.security.auth import FORBIDDEN
+from agentic_rag.security.principal import Principal
 from agentic_rag.skills import Skill
-from agentic_rag.tasks.errors import TaskError, TaskRequestError
+from agentic_rag.tasks.errors import SkillForbiddenError, TaskError, TaskRequestError
 from agentic_rag.tasks.outcomes import (
     Canceled,
     Completed,
@@ -35,13 +37,23 @@ from agentic_rag.tasks.service import TaskService
 
 
 async def start_call(
-    tasks: TaskService, tenant: str, skill: Skill, arguments: dict[str, Any], *, follow: bool
+    tasks: TaskService,
+    principal: Principal,
+    skill: Skill,
+    arguments: dict[str, Any],
+    *,
+    follow: bool,
 ) -> Started:
-    """The task that runs `skill` with `arguments` for `tenant`, durably created.
+    """The task that runs `skill` with `arguments` for `principal` (its tenant, its groups of
+    tools), durably created.
 
     Raises `MCPError` when the task engine refuses it."""
     try:
-        return await tasks.start_skill(tenant, skill.name, arguments, follow=follow)
+        return await tasks.start_skill(
+            principal.tenant, skill.name, arguments, groups=principal.groups, follow=follow
+        )
+    except SkillForbiddenError as exc:
+        raise MCPError(FORBIDDEN, exc.message, data=exc.data) from None
     except TaskError as exc:
         code = types.INVALID_PARAMS if isinstance(exc, TaskRequestError) else types.INTERNAL_ERROR
         raise MCPError(code, f"tool {skill.name!r} could not start: {exc.message}") from None
@@ -75,10 +87,10 @@ class DurableCalls:
         self._tasks = tasks
 
     async def call(
-        self, skill: Skill, arguments: dict[str, Any], tenant: str, steps: ProgressSteps
+        self, skill: Skill, arguments: dict[str, Any], principal: Principal, steps: ProgressSteps
     ) -> types.CallToolResult:
         try:
-            started = await start_call(self._tasks, tenant, skill, arguments, follow=True)
+            started = await start_call(self._tasks, principal, skill, arguments, follow=True)
         except MCPError as exc:
             return tool_error(exc.message)
         try:
@@ -91,4 +103,4 @@ class DurableCalls:
                 await steps.step(text)
         finally:
             started.close()  # only this call stops following: the task goes on
-        return answer(await self._tasks.outcome(tenant, started.task_id))
+        return answer(await self._tasks.outcome(principal.tenant, started.task_id))

@@ -119,7 +119,7 @@ class CitationPrompt:
         except ValidationError as exc:
             raise MCPError(types.INVALID_PARAMS, f"prompt {NAME!r}: {exc}") from None
         steps = ProgressSteps(ctx.session.report_progress, self._levels.for_request(ctx), NAME)
-        context = McpSkillContext(principal.tenant, [question], steps)
+        context = McpSkillContext(principal.tenant, [question], steps, groups=principal.groups)
         try:
             with SkillCall(skill.name, "mcp"):
                 result = await skill.handler(context, args)

@@ -261,9 +261,7 @@ class SkillTools:
             try:
                 if skill.resumable:
                     validate_arguments(skill, gathered.arguments)  # asks for what is missing
-                    result = await self._durable.call(
-                        skill, gathered.arguments, principal.tenant, steps
-                    )
+                    result = await self._durable.call(skill, gathered.arguments, principal, steps)
                 else:
                     output, attached = await self._run(skill, gathered, principal, steps, sampling)
                     result = tool_result(skill, output, attached)
@@ -334,6 +332,7 @@ class SkillTools:
                 sampling.model,
                 sampling.roots,
                 offers=functools.partial(self._surface.allows, principal),
+                groups=principal.groups,
             )
             output = await skill.run(context, args)
         if not isinstance(output, skill.output_model):

@@ -155,7 +155,7 @@ class McpTasks:
             ) from None
         except ArgumentsError as exc:
             raise MCPError(types.INVALID_PARAMS, str(exc)) from None
-        started = await start_call(self._tasks, principal.tenant, skill, arguments, follow=False)
+        started = await start_call(self._tasks, principal, skill, arguments, follow=False)
         return {
             "task": mcp_task(started.view),
             "_meta": {

@@ -173,7 +173,9 @@ class DelegationService:
         hooks = [u for u in (request.statusCallbackUrl, request.resultWebhookUrl) if u]
         push = PushConfig(url=hooks[0]) if hooks else None
         service = self._tasks
-        started = await service.start_skill(tenant, "delegate_task", arguments, push=push)
+        started = await service.start_skill(
+            tenant, "delegate_task", arguments, groups=principal.groups, push=push
+        )
         task_id = started.task_id
         for url in hooks[1:]:
             await service.set_push_config(tenant, task_id, PushConfig(url=url))

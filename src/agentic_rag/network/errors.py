@@ -17,8 +17,8 @@ class DelegationFailed(NetworkError):
 
 
 class PlanRefused(NetworkError):
-    """A plan that cannot run: a step names no skill of this agent, or there is no plan and
-    no usable one from the LLM."""
+    """A plan that cannot run: a step names no skill of this agent, or one outside the caller's
+    groups of tools, or there is no plan and no usable one from the LLM."""
 
 
 class PlanFailed(NetworkError):

@@ -42,6 +42,7 @@ from agentic_rag.network.plan_store import PlanStore, StoredPlan, StoredStep
 from agentic_rag.network.registry import PeerRegistry
 from agentic_rag.schema.a2a import TaskState
 from agentic_rag.skills import SkillContext, SkillRegistry
+from agentic_rag.skills.groups import refusal, selects
 from agentic_rag.tasks.errors import TaskError, TaskNotCancelableError, TaskNotFoundError
 from agentic_rag.tasks.outcomes import (
     Canceled,
@@ -61,6 +62,8 @@ STEP_TASKS = uuid.UUID("1c6b2f0e-3d4a-4e8b-b7a9-5f2d8c0e6a31")
 _REFERENCE = re.compile(r"\$\{([A-Za-z0-9_-]+)((?:\.[A-Za-z0-9_-]+)*)\}")
 # Skills a step may not name: an orchestration inside a step would be a plan in a plan.
 NOT_A_STEP = frozenset({"orchestrate"})
+# The skill a step naming a peer's capability runs.
+DELEGATE = "delegate_task"
 
 
 class PlanStep(BaseModel):
@@ -168,7 +171,7 @@ class Orchestrator:
         stored = await self._store.get(ctx.tenant, ctx.task_id)
         if stored is None:
             steps = args.plan if args.plan is not None else await self._decompose(ctx, args.goal)
-            self._check_skills(steps)
+            self._check_skills(steps, ctx.groups)
             plan = [s.model_dump(mode="json") for s in steps]
             stored = await self._store.create(ctx.tenant, ctx.task_id, args.goal, plan)
         else:
@@ -181,13 +184,20 @@ class Orchestrator:
                 await self._store.finish(ctx.tenant, ctx.task_id, "canceled")
             raise  # else a shutdown: the task resumes with the plan as stored
 
-    def _check_skills(self, steps: list[PlanStep]) -> None:
+    def _check_skills(self, steps: list[PlanStep], groups: frozenset[str] | None) -> None:
+        """Refuse a plan before any step runs if a step names no skill of this agent, or one
+        outside the caller's groups of tools (a capability runs as `delegate_task`): a plan
+        does no more than its caller may do directly. Each step's start checks it again."""
         for step in steps:
-            if step.skill is not None and self._registry.get(step.skill) is None:
+            name = step.skill or DELEGATE
+            skill = self._registry.get(name)
+            if skill is None and step.skill is not None:
                 raise PlanRefused(
                     f"step {step.id!r}: this agent has no skill {step.skill!r} "
                     "(a peer's skill is a `capability`)"
                 )
+            if skill is not None and groups is not None and not selects(groups, skill):
+                raise PlanRefused(f"step {step.id!r}: {refusal(groups, skill)}")
 
     def _cancel_requested(self, tenant: str, task_id: str) -> bool:
         return self._tasks.canceling(tenant, task_id)
@@ -197,7 +207,9 @@ class Orchestrator:
         if self._llm is None:
             raise PlanRefused("no plan was given, and no LLM is configured to make one")
         skills = [
-            f"- {s.name}: {s.description}" for s in self._registry if s.name not in NOT_A_STEP
+            f"- {s.name}: {s.description}"
+            for s in self._registry
+            if s.name not in NOT_A_STEP and selects(ctx.groups, s)
         ]
         peers = await self._peers.find(ctx.tenant)
         capabilities = sorted(
@@ -319,6 +331,7 @@ class _PlanRun:
                 self.ctx.tenant,
                 skill,
                 arguments,
+                groups=self.ctx.groups,  # the plan's caller's, so a step may do what it may
                 context_id=self.ctx.context_id,
                 task_id=task_id,
                 references=[self.stored.id],
@@ -333,7 +346,7 @@ class _PlanRun:
         if step.skill is not None:
             return step.skill, arguments
         message = _resolve(step.message, self._outputs()) if step.message else None
-        return "delegate_task", {
+        return DELEGATE, {
             "target_agent": step.peer,
             "capability_name": step.capability,
             "parameters": arguments,

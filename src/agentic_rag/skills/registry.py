@@ -124,6 +124,13 @@ class SkillContext(Protocol):
         What a skill sends it leaves the server: use it only when the caller asked for it."""
         ...
 
+    @property
+    def groups(self) -> frozenset[str] | None:
+        """The groups of tools the caller's credential selects (None: no selection,
+        skills/groups.py). A skill that runs other skills (a plan's steps) runs them with
+        these, so that it does no more than its caller may."""
+        ...
+
     async def progress(self, text: str) -> None:
         """Report progress (A2A: a `working` status update; MCP: a progress notification)."""
         ...

@@ -1,18 +1,56 @@
 """A skill call as the engine runs it: the skill, its arguments, and the replies that may fill
 a missing one; and how a task's stored messages are read back into one (`CallReader`)."""
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from agentic_rag.schema.a2a import Message
+from agentic_rag.schema.a2a import Message, Task
+from agentic_rag.schema.base import changed
 from agentic_rag.skills import InputRequired, Skill
-from agentic_rag.tasks.errors import TaskRequestError
+from agentic_rag.skills.groups import refusal, selects
+from agentic_rag.tasks.errors import SkillForbiddenError, TaskRequestError
 
 # What every skill's result is recorded as: a text part and a data part.
 OUTPUT_MODES = ("text/plain", "application/json")
+# The metadata key of a task's first message naming the groups of tools of the credential that
+# created the task (absent: it selects none, so every group). The engine writes it, over
+# whatever a client put there, so the task's skill, and every skill it starts (a plan's steps),
+# runs with the caller's groups, after a restart too.
+TOOL_GROUPS = "agentic-rag/toolGroups"
+
+type Groups = frozenset[str] | None
+"""The groups of tools a credential selects; None: no selection (skills/groups.py)."""
+
+
+def permit(groups: Collection[str] | None, skill: Skill) -> None:
+    """Nothing, if a credential that selects `groups` may run `skill`; else
+    `SkillForbiddenError`, saying why. The one check of every door that runs skills as tasks."""
+    if groups is not None and not selects(groups, skill):
+        raise SkillForbiddenError(
+            refusal(groups, skill),
+            data={"skill_group": skill.group, "granted_groups": sorted(groups)},
+        )
+
+
+def stamped(message: Message, groups: Groups) -> Message:
+    """`message`, the first of a new task, naming `groups` in its metadata (and only them)."""
+    metadata = dict(message.metadata or {})
+    if groups is None and TOOL_GROUPS not in metadata:
+        return message
+    metadata.pop(TOOL_GROUPS, None)
+    if groups is not None:
+        metadata[TOOL_GROUPS] = sorted(groups)
+    return changed(message, metadata=metadata or None)
+
+
+def groups_of(task: Task) -> Groups:
+    """The groups of tools of the credential that created `task` (`stamped`)."""
+    first = task.history[0] if task.history else None
+    named = (first.metadata or {}).get(TOOL_GROUPS) if first is not None else None
+    return frozenset(named) if isinstance(named, list) else None
 
 
 class CallReader(Protocol):

@@ -31,6 +31,11 @@ class TaskRequestError(TaskError):
     the task, a refused push-notification config."""
 
 
+class SkillForbiddenError(TaskError):
+    """The caller's credential does not select the group of tools of the skill the request
+    would run (skills/groups.py), whichever door the request came in by."""
+
+
 class OutputNotAcceptedError(TaskError):
     """The caller accepts none of the media types a skill's result comes in."""
 

@@ -26,6 +26,7 @@ from agentic_rag.skills.metering import SkillCall
 from agentic_rag.storage.outage import database_unreachable
 from agentic_rag.tasks import states
 from agentic_rag.tasks.active import ActiveTask, ActiveTasks
+from agentic_rag.tasks.calls import Groups, groups_of
 from agentic_rag.tasks.parts import agent_text, attached_artifact, data_part, text_of, text_part
 from agentic_rag.tasks.service import TaskService
 
@@ -66,6 +67,10 @@ class TaskSkillContext:
     @property
     def client_model(self) -> None:
         return None  # a task runs apart from any request: no caller's model to reach
+
+    @property
+    def groups(self) -> Groups:
+        return groups_of(self._active.task)
 
     async def progress(self, text: str) -> None:
         await self._leased()

@@ -32,7 +32,15 @@ from agentic_rag.skills import SkillRegistry
 from agentic_rag.storage.cluster import WORKER_LOCK_CLASS, Cluster
 from agentic_rag.tasks import states
 from agentic_rag.tasks.active import ActiveTask, ActiveTasks
-from agentic_rag.tasks.calls import OUTPUT_MODES, CallReader, Invocation, accepts_output
+from agentic_rag.tasks.calls import (
+    OUTPUT_MODES,
+    CallReader,
+    Groups,
+    Invocation,
+    accepts_output,
+    permit,
+    stamped,
+)
 from agentic_rag.tasks.errors import (
     OutputNotAcceptedError,
     TaskEndedError,
@@ -147,11 +155,15 @@ class TaskService:
         tenant: str,
         params: SendParams,
         *,
+        groups: Groups,
         reply: Reply,
         follow_ups: bool = True,
         context_id: str | None = None,
     ) -> Accepted:
-        """Create or continue the task `params.message` is for.
+        """Create or continue the task `params.message` is for, for a credential that selects
+        `groups` of tools: a message that would run a skill outside them is refused
+        (`SkillForbiddenError`) before any task exists or changes, and a task it creates runs
+        with them.
 
         `reply` says what the caller will be shown: the task as it ends ("final", a blocking
         send), as created ("created"), or both and all between ("stream"). For "final" and
@@ -177,7 +189,13 @@ class TaskService:
                 f"none is in acceptedOutputModes {config.accepted_output_modes}"
             )
         return await self._accept(
-            tenant, message, push_config, reply, follow_ups=follow_ups, context_id=context_id
+            tenant,
+            message,
+            push_config,
+            reply,
+            groups=groups,
+            follow_ups=follow_ups,
+            context_id=context_id,
         )
 
     async def _accept(
@@ -188,14 +206,22 @@ class TaskService:
         reply: Reply,
         invocation: Invocation | None = None,
         *,
+        groups: Groups,
         follow_ups: bool = True,
         context_id: str | None = None,
     ) -> Accepted:
         """Create or continue the task of a checked `message` (`invocation`: the skill call
-        it starts, when the caller knows it; `context_id`: a new task's, as `send` says)."""
+        it starts, when the caller knows it; `groups` and `context_id` as `send` says)."""
         if message.task_id is None:
             return await self._create(
-                tenant, new_id(), message, push, reply, invocation, context_id=context_id
+                tenant,
+                new_id(),
+                message,
+                push,
+                reply,
+                invocation,
+                groups=groups,
+                context_id=context_id,
             )
         async with self._lock(tenant, message.task_id):
             while True:
@@ -205,9 +231,18 @@ class TaskService:
                         raise TaskNotFoundError(f"task {message.task_id} not found")
                     if existing is None:  # a client-chosen id (§12.3)
                         return await self._create(
-                            tenant, message.task_id, message, push, reply, invocation, claim=True
+                            tenant,
+                            message.task_id,
+                            message,
+                            push,
+                            reply,
+                            invocation,
+                            groups=groups,
+                            claim=True,
                         )
-                    return await self._continue(existing, message, push, reply, follow_ups)
+                    return await self._continue(
+                        existing, message, push, reply, groups=groups, follow_ups=follow_ups
+                    )
                 except TaskConflict:
                     # Another worker created, continued or ended the task first: decide again
                     # from what it stored (a retry of the same message, or a task moved on).
@@ -222,16 +257,19 @@ class TaskService:
         reply: Reply,
         invocation: Invocation | None = None,
         *,
+        groups: Groups,
         claim: bool = False,
         context_id: str | None = None,
     ) -> Accepted:
-        """Create a task in the message's context, else in `context_id`, else in a new one;
-        with `claim` (a client-chosen id, which another worker may be creating too), queue it
-        only once its creation is durably this one."""
+        """Create a task in the message's context, else in `context_id`, else in a new one,
+        if `groups` allow its skill; with `claim` (a client-chosen id, which another worker may
+        be creating too), queue it only once its creation is durably this one."""
         context_id = message.context_id or context_id or new_id()
         message = changed(message, task_id=task_id, context_id=context_id)
         if invocation is None:
             invocation = self.read_call([message])
+        permit(groups, invocation.skill)
+        message = stamped(message, groups)
         arguments = invocation.check()
         task = Task(
             id=task_id,
@@ -266,8 +304,13 @@ class TaskService:
         message: Message,
         push: PushConfig | None,
         reply: Reply,
+        *,
+        groups: Groups,
         follow_ups: bool = True,
     ) -> Accepted:
+        """A message to an existing task: a retry, a follow-up of a final task, or the
+        continuation of an open one, whose skill `groups` must allow; the task runs on with
+        the groups of the credential that created it."""
         task = active.task
         if message.context_id is not None and message.context_id != task.context_id:
             raise TaskRequestError(
@@ -283,9 +326,10 @@ class TaskService:
                     f"task {task.id} is {state.value} and takes no more messages; "
                     "send a new message in its context (contextId) instead"
                 )
-            return await self._follow_up(active, message, push, reply)
+            return await self._follow_up(active, message, push, reply, groups)
         message = message.model_copy(update={"task_id": task.id, "context_id": task.context_id})
         invocation = self.read_call([*(task.history or []), message])
+        permit(groups, invocation.skill)
         arguments = invocation.check()
         if state in states.PAUSED:
             return await self._resume(active, message, invocation, arguments, push, reply)
@@ -364,7 +408,12 @@ class TaskService:
             self.emit(active, message)
 
     async def _follow_up(
-        self, final: ActiveTask, message: Message, push: PushConfig | None, reply: Reply
+        self,
+        final: ActiveTask,
+        message: Message,
+        push: PushConfig | None,
+        reply: Reply,
+        groups: Groups,
     ) -> Accepted:
         """A message to a final task starts a new task in the same context whose message
         references the final one (`referenceTaskIds`, as the spec asks clients to do, §12.4);
@@ -381,8 +430,10 @@ class TaskService:
         )
         existing = await self._load(final.tenant, task_id)
         if existing is not None:  # a retry: this message has started its follow-up already
-            return await self._continue(existing, message, push, reply)
-        return await self._create(final.tenant, task_id, message, push, reply, claim=True)
+            return await self._continue(existing, message, push, reply, groups=groups)
+        return await self._create(
+            final.tenant, task_id, message, push, reply, groups=groups, claim=True
+        )
 
     def _accepted(self, active: ActiveTask, *, follow: bool) -> Accepted:
         """The task as it stands; with `follow`, also its events from now on until the cycle
@@ -403,16 +454,20 @@ class TaskService:
         skill: str,
         arguments: Mapping[str, Any],
         *,
+        groups: Groups,
         context_id: str | None = None,
         task_id: str | None = None,
         references: Sequence[str] = (),
         push: PushConfig | None = None,
         follow: bool = False,
     ) -> Started:
-        """Start a task of `tenant` that runs `skill` with `arguments`, durably created.
+        """Start a task of `tenant` that runs `skill` with `arguments`, durably created, for a
+        credential that selects `groups` of tools (a skill that starts skills passes on its
+        own caller's: `SkillContext.groups`).
 
         Raises `TaskRequestError` for an unknown skill or wrong arguments (missing ones
-        pause the task, which asks for them: `NeedsInput`). A caller-chosen `task_id` makes
+        pause the task, which asks for them: `NeedsInput`), `SkillForbiddenError` for a skill
+        outside `groups`. A caller-chosen `task_id` makes
         the start idempotent: starting it again answers with the task as it stands.
         `references`: tasks this one follows from. `push`: a webhook told when it settles.
         With `follow`, `Started.progress()` relays its progress from its very start.
@@ -437,7 +492,7 @@ class TaskService:
         )
         invocation = Invocation(found, dict(arguments), [])
         reply: Reply = "stream" if follow else "created"
-        accepted = await self._accept(tenant, message, push, reply, invocation)
+        accepted = await self._accept(tenant, message, push, reply, invocation, groups=groups)
         return Started(view_of(accepted.snapshot), accepted.events)
 
     async def outcome(self, tenant: str, task_id: str, *, wait: bool = False) -> Outcome:

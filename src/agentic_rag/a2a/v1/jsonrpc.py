@@ -134,7 +134,9 @@ class JsonRpcV1:
                 refusal.headers["Retry-After"] = str(UNAVAILABLE_RETRY_SECONDS)
                 return refusal
             if isinstance(exc, TaskError):
-                return _refuse(http, call, from_task_error(exc))
+                error = from_task_error(exc)
+                status = 403 if isinstance(error, ForbiddenError) else 200
+                return _refuse(http, call, error, status)
             log.exception("internal error answering an A2A 1.0 JSON-RPC request")
             return _refuse(http, call, InternalError("internal error; the server log has details"))
 
