@@ -25,7 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -240,6 +241,34 @@ async def stored(
         timings={"chunk_s": 0.0, "embed_s": 0.0, "write_s": 0.0},
     )
     return indexed, space
+
+
+@asynccontextmanager
+async def corpus_store(
+    documents: Sequence[corpus.Document], embedder: LocalEmbedder, keep: Path | None
+) -> AsyncIterator[tuple[str, asyncpg.Pool, KnowledgeStore, Indexed, Space]]:
+    """An embedded PostgreSQL holding the corpus (its DSN, a pool, the store, the corpus as
+    stored, its space): stored now, or as an earlier run left it in `keep` (--keep); deleted
+    at the end unless kept."""
+    data_dir = keep or Path(tempfile.mkdtemp(prefix="agentic-rag-quality-"))
+    server = EmbeddedPostgres(data_dir)
+    try:
+        dsn = server.start()
+        pool = await connect(dsn, size=2)
+        try:
+            store = KnowledgeStore(pool)
+            if await store.chunk_count(TENANT):
+                log(f"reusing the corpus stored in {data_dir} (--keep)")
+                indexed, space = await stored(documents, store, embedder)
+            else:
+                indexed, space = await index(documents, store, embedder)
+            yield dsn, pool, store, indexed, space
+        finally:
+            await pool.close()
+    finally:
+        server.stop()
+        if keep is None:
+            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def exact_top(
@@ -537,18 +566,14 @@ async def main(args: argparse.Namespace) -> None:
 
     embedder = LocalEmbedder(threads=args.threads)
     config = RetrievalConfig()
-    data_dir = args.keep or Path(tempfile.mkdtemp(prefix="agentic-rag-quality-"))
-    server = EmbeddedPostgres(data_dir)
     try:
-        dsn = server.start()
-        pool = await connect(dsn, size=2)
-        try:
-            store = KnowledgeStore(pool)
-            if await store.chunk_count(TENANT):
-                log(f"reusing the corpus stored in {data_dir} (--keep)")
-                indexed, space = await stored(documents, store, embedder)
-            else:
-                indexed, space = await index(documents, store, embedder)
+        async with corpus_store(documents, embedder, args.keep) as (
+            dsn,
+            pool,
+            store,
+            indexed,
+            space,
+        ):
             timings |= indexed.timings
             run = Run(queries, indexed.document_of)
             log(f"{len(queries)} queries: dense, lexical, HNSW")
@@ -597,12 +622,7 @@ async def main(args: argparse.Namespace) -> None:
                     fusions.append(name)
                 else:
                     del run.ranked[name]
-        finally:
-            await pool.close()
     finally:
-        server.stop()
-        if args.keep is None:
-            shutil.rmtree(data_dir, ignore_errors=True)
         await embedder.aclose()
 
     reference_note = None
