@@ -1,6 +1,7 @@
 """A credential's groups of tools at every door of the agent network (docs/skills.md, "Groups
 of tools"): `orchestrate` runs a plan only of skills its caller may call, and each step runs
-with the caller's groups.
+with the caller's groups; each REST route under /a2a/ is the skill it stands for, with that
+skill's group.
 
 The product's server over A2A, with keys of one tenant: one that selects no group, one limited
 to `network` (which may orchestrate), one limited to `knowledge`. A skill `whoami` (group
@@ -22,6 +23,7 @@ from agentic_rag.engine import Engine
 from agentic_rag.skills import SkillContext
 from tests.support.databases import create_database
 from tests.support.live import free_port, serve_in_thread
+from tests.support.network import declaration, problem
 from tests.support.outcomes import failure, output
 from tests.support.rpc import call, text_message
 from tests.support.security import create_key
@@ -75,6 +77,7 @@ def product(postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
         port=free_port(),
         data_dir=tmp_path_factory.mktemp("groups"),
         database_url=database_url,
+        peers_allow_private=["127.0.0.1"],
     )
     app = build_app(config, None)
     engine: Engine = app.state.engine
@@ -184,3 +187,51 @@ def test_a_follow_up_and_an_a2a_1_0_message_are_checked_too(product: Product) ->
     refused = product.send("knowledge", follow_up)
     assert refused["error"]["code"] == FORBIDDEN
     assert refused["error"]["message"].startswith("skill 'whoami' is in the group 'network'")
+
+
+def tasks_of_the_tenant(product: Product) -> int:
+    with product.client("all") as client:
+        listed = client.get("/json/tasks", headers={"A2A-Version": "1.0"}).json()
+    total: int = listed["totalSize"]
+    return total
+
+
+def test_every_rest_route_is_the_skill_it_stands_for_with_its_group(product: Product) -> None:
+    body = declaration("http://127.0.0.1:9/", "summarize")
+    with product.client("all") as client:
+        agent_id = client.post("/a2a/agents/register", json=body).json()["agent_id"]
+        before = client.get(f"/a2a/agents/{agent_id}").json()
+    delegation = {"target_agent": agent_id, "capability_name": "summarize", "message": "hi"}
+    doors = [
+        ("POST", "/a2a/agents/register", body, "register_agent", "admin"),
+        ("POST", f"/a2a/agents/{agent_id}/heartbeat", None, "register_agent", "admin"),
+        ("DELETE", f"/a2a/agents/{agent_id}", None, "remove_agent", "admin"),
+        ("GET", "/a2a/agents", None, "list_agents", "network"),
+        ("GET", f"/a2a/agents/{agent_id}", None, "list_agents", "network"),
+        ("GET", "/a2a/capabilities", None, "find_capability", "network"),
+        ("POST", "/a2a/tasks/delegate", delegation, "delegate_task", "network"),
+    ]
+    tasks = tasks_of_the_tenant(product)
+    with product.client("knowledge") as client:
+        for method, path, json_body, skill, group in doors:
+            # The same skill over A2A is refused to this key too.
+            assert product.send("knowledge", skill_message(skill))["error"]["code"] == FORBIDDEN
+            refused = problem(client.request(method, path, json=json_body), 403, "forbidden")
+            assert refused["detail"] == (
+                f"skill {skill!r} is in the group {group!r}, which this credential does not "
+                f"select (its groups: knowledge); {method} {path} is that skill"
+            )
+            assert (refused["skill_group"], refused["granted_groups"]) == (group, ["knowledge"])
+        # A delegation's result and the sessions read the tenant's tasks: no group limits them.
+        assert client.get("/a2a/sessions").status_code == 200
+    # A network key reads the peers and their capabilities, and may not register or remove.
+    with product.client("network") as client:
+        assert [a["agent_id"] for a in client.get("/a2a/agents").json()["agents"]] == [agent_id]
+        assert client.get("/a2a/capabilities?capability=summarize").status_code == 200
+        problem(client.post("/a2a/agents/register", json=body), 403, "forbidden")
+        problem(client.delete(f"/a2a/agents/{agent_id}"), 403, "forbidden")
+    # Nothing was registered, renewed, removed or delegated.
+    with product.client("all") as client:
+        assert [a["agent_id"] for a in client.get("/a2a/agents").json()["agents"]] == [agent_id]
+        assert client.get(f"/a2a/agents/{agent_id}").json() == before
+    assert tasks_of_the_tenant(product) == tasks

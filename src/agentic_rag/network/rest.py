@@ -3,7 +3,9 @@
 They sit behind the same authentication, rate limits and tenant isolation as everything else
 (the middleware gives every request its principal; every query is the principal's tenant's),
 need the scope `read` (GET) or `write` (POST, DELETE), and answer errors as RFC 7807 problem
-details (`schema/problems.py`). The delegation routes hand over to the `DelegationService`.
+details (`schema/problems.py`). A route that does what a skill does is that skill (`SKILLS`):
+a credential that selects groups of tools needs the skill's group, by the rule of every door
+(`tasks/calls.permit`). The delegation routes hand over to the `DelegationService`.
 """
 
 import logging
@@ -34,18 +36,36 @@ from agentic_rag.network.records import (
 from agentic_rag.network.registration import RegistrationError
 from agentic_rag.network.service import Network
 from agentic_rag.schema.problems import Problem, problem_response
-from agentic_rag.security.principal import Principal, principal_of
+from agentic_rag.security.principal import principal_of
 from agentic_rag.security.ssrf import UnsafeURLError
 from agentic_rag.skills import SkillRegistry
-from agentic_rag.tasks.errors import TaskError, TaskNotCancelableError, TaskNotFoundError
+from agentic_rag.tasks.calls import permit
+from agentic_rag.tasks.errors import (
+    SkillForbiddenError,
+    TaskError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+)
 
 log = logging.getLogger(__name__)
 
 PREFIX = "/a2a"
 MAX_BODY_BYTES = 1024 * 1024
 MAX_WAIT_SECONDS = 300.0
-# Every method reaches `_dispatch`, which answers those a path does not serve with a problem.
+# Every method reaches `_endpoint`, which answers those a path does not serve with a problem.
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+# The skill each route is, by method and path under PREFIX (docs/network.md): its caller needs
+# that skill's group of tools, as over A2A and MCP. The routes not named read or cancel the
+# tenant's tasks and sessions, which no door limits by group (as tasks/get and tasks/cancel).
+SKILLS: dict[tuple[str, str], str] = {
+    ("POST", "/agents/register"): "register_agent",
+    ("POST", "/agents/{agent_id}/heartbeat"): "register_agent",  # a registration kept alive
+    ("GET", "/agents"): "list_agents",
+    ("GET", "/agents/{agent_id}"): "list_agents",
+    ("DELETE", "/agents/{agent_id}"): "remove_agent",
+    ("GET", "/capabilities"): "find_capability",
+    ("POST", "/tasks/delegate"): "delegate_task",
+}
 
 
 # -- the routes ---------------------------------------------------------------------------------
@@ -78,7 +98,10 @@ class NetworkRoutes:
             ("/sessions/{context_id}", {"GET": self.get_session}),
         ]
         router = Router(
-            [Route(path, _dispatch(handlers), methods=_METHODS) for path, handlers in paths],
+            [
+                Route(path, self._endpoint(path, handlers), methods=_METHODS)
+                for path, handlers in paths
+            ],
             default=_not_found,
         )
         return [Mount(PREFIX, app=router)]
@@ -86,7 +109,7 @@ class NetworkRoutes:
     # -- registry and health ------------------------------------------------------------------
 
     async def register(self, request: Request) -> Response:
-        principal = _allowed(request, "write")
+        principal = principal_of(request.scope)
         body = _parse(RegisterRequest, await _body(request))
         registrar = self._network.registrar
         try:
@@ -112,7 +135,7 @@ class NetworkRoutes:
         return _json(registered, 201)
 
     async def heartbeat(self, request: Request) -> Response:
-        principal = _allowed(request, "write")
+        principal = principal_of(request.scope)
         agent_id = request.path_params["agent_id"]
         peer = await self._network.health.heartbeat(principal.tenant, agent_id)
         if peer is None:
@@ -130,7 +153,7 @@ class NetworkRoutes:
         )
 
     async def list_agents(self, request: Request) -> Response:
-        principal = _allowed(request, "read")
+        principal = principal_of(request.scope)
         capability = _query(request, "capability")
         healthy_only = _flag(request, "healthy_only", default=False)
         peers = await self._network.peers.find(
@@ -139,7 +162,7 @@ class NetworkRoutes:
         return _json(AgentList(agents=[agent_record(p) for p in peers]))
 
     async def get_agent(self, request: Request) -> Response:
-        principal = _allowed(request, "read")
+        principal = principal_of(request.scope)
         agent_id = request.path_params["agent_id"]
         peer = await self._network.peers.get(principal.tenant, agent_id)
         if peer is None:
@@ -147,7 +170,7 @@ class NetworkRoutes:
         return _json(agent_record(peer))
 
     async def remove_agent(self, request: Request) -> Response:
-        principal = _allowed(request, "write")
+        principal = principal_of(request.scope)
         agent_id = request.path_params["agent_id"]
         if not await self._network.peers.remove(principal.tenant, agent_id):
             raise _no_agent(agent_id)
@@ -156,7 +179,7 @@ class NetworkRoutes:
 
     async def capabilities(self, request: Request) -> Response:
         """This agent's and every healthy peer's capabilities, or those named `capability`."""
-        principal = _allowed(request, "read")
+        principal = principal_of(request.scope)
         offered = await discover(
             self._network.peers,
             self._registry,
@@ -169,7 +192,7 @@ class NetworkRoutes:
     # -- delegation (the DelegationService does the work) ---------------------------------------
 
     async def delegate(self, request: Request) -> Response:
-        principal = _allowed(request, "write")
+        principal = principal_of(request.scope)
         body = _parse(DelegationRequest, await _body(request))
         try:
             task_id = await self._delegation.delegate(principal, body)
@@ -186,7 +209,7 @@ class NetworkRoutes:
         return _json(DelegationAccepted(task_id=task_id), 202)
 
     async def result(self, request: Request) -> Response:
-        principal = _allowed(request, "read")
+        principal = principal_of(request.scope)
         task_id = request.path_params["task_id"]
         wait = _number(request, "wait_seconds", default=0.0, high=MAX_WAIT_SECONDS)
         try:
@@ -209,7 +232,7 @@ class NetworkRoutes:
         )
 
     async def cancel(self, request: Request) -> Response:
-        principal = _allowed(request, "write")
+        principal = principal_of(request.scope)
         task_id = request.path_params["task_id"]
         try:
             task = await self._delegation.cancel(principal, task_id)
@@ -226,12 +249,12 @@ class NetworkRoutes:
     # -- sessions -----------------------------------------------------------------------------
 
     async def list_sessions(self, request: Request) -> Response:
-        principal = _allowed(request, "read")
+        principal = principal_of(request.scope)
         sessions = await self._network.sessions.list(principal.tenant)
         return _json(SessionList(sessions=[session_record(s) for s in sessions]))
 
     async def get_session(self, request: Request) -> Response:
-        principal = _allowed(request, "read")
+        principal = principal_of(request.scope)
         context_id = request.path_params["context_id"]
         session = await self._network.sessions.get(principal.tenant, context_id)
         if session is None:
@@ -240,40 +263,67 @@ class NetworkRoutes:
             )
         return _json(session_record(session, whole=True))
 
+    # -- the door of every route ------------------------------------------------------------
 
-# -- what every route shares ----------------------------------------------------------------------
+    def _endpoint(self, path: str, handlers: dict[str, Handler]) -> Handler:
+        """One endpoint per path: the handler of the request's method once the caller may call
+        it (`_allow`), a 405 problem for other methods, and any error as a problem."""
+        allowed = ", ".join(sorted(handlers))
 
-
-def _dispatch(handlers: dict[str, Handler]) -> Handler:
-    """One endpoint per path: the handler of the request's method, a 405 problem for others,
-    and any error as a problem."""
-    allowed = ", ".join(sorted(handlers))
-
-    async def endpoint(request: Request) -> Response:
-        handler = handlers.get(request.method)
-        try:
-            if handler is None:
-                raise Problem(
-                    405,
-                    "method-not-allowed",
-                    f"{request.method} is not allowed here; allowed: {allowed}",
-                    headers={"Allow": allowed},
+        async def endpoint(request: Request) -> Response:
+            handler = handlers.get(request.method)
+            try:
+                if handler is None:
+                    raise Problem(
+                        405,
+                        "method-not-allowed",
+                        f"{request.method} is not allowed here; allowed: {allowed}",
+                        headers={"Allow": allowed},
+                    )
+                self._allow(request, SKILLS.get((request.method, path)))
+                return await handler(request)
+            except Problem as problem:
+                return problem.response(request.url.path)
+            except ClientDisconnect:
+                return Response(status_code=400)
+            except Exception:
+                log.exception("internal error answering %s %s", request.method, request.url.path)
+                return problem_response(
+                    500,
+                    "internal",
+                    "internal error; the server log has details",
+                    instance=request.url.path,
                 )
-            return await handler(request)
-        except Problem as problem:
-            return problem.response(request.url.path)
-        except ClientDisconnect:
-            return Response(status_code=400)
-        except Exception:
-            log.exception("internal error answering %s %s", request.method, request.url.path)
-            return problem_response(
-                500,
-                "internal",
-                "internal error; the server log has details",
-                instance=request.url.path,
-            )
 
-    return endpoint
+        return endpoint
+
+    def _allow(self, request: Request, skill: str | None) -> None:
+        """Nothing, if the caller's credential has the method's scope (`read` to GET, else
+        `write`) and, for a route that is `skill`, that skill's group of tools; else the
+        problem that says why."""
+        principal = principal_of(request.scope)
+        door = f"{request.method} {request.url.path}"
+        scope = "read" if request.method == "GET" else "write"
+        if not principal.allows(scope):
+            raise Problem(
+                403, "forbidden", f"this credential lacks the scope {scope!r} that {door} needs"
+            )
+        if skill is None or principal.groups is None:
+            return
+        found = self._registry.get(skill)
+        if found is None:
+            raise Problem(
+                403, "forbidden", f"{door} is the skill {skill!r}, which this agent does not offer"
+            )
+        try:
+            permit(principal.groups, found)
+        except SkillForbiddenError as exc:
+            raise Problem(
+                403, "forbidden", f"{exc.message}; {door} is that skill", **exc.data
+            ) from None
+
+
+# -- what the routes share -----------------------------------------------------------------------
 
 
 async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
@@ -281,18 +331,6 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
         404, "not-found", f"no route {scope['path']}", instance=scope["path"]
     )
     await response(scope, receive, send)
-
-
-def _allowed(request: Request, scope: str) -> Principal:
-    principal = principal_of(request.scope)
-    if not principal.allows(scope):
-        raise Problem(
-            403,
-            "forbidden",
-            f"this credential lacks the scope {scope!r} that {request.method} "
-            f"{request.url.path} needs",
-        )
-    return principal
 
 
 async def _body(request: Request) -> bytes:
