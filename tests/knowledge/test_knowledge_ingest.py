@@ -34,7 +34,7 @@ from tests.support.knowledge import Caller, page
 from tests.support.live import LiveServer, free_port, live_server, serve_in_thread, until_ready
 from tests.support.outcomes import failure, output
 from tests.support.pdf_samples import scanned_pdf, text_pdf
-from tests.support.rpc import call, text_message
+from tests.support.rpc import call, stream, text_message
 from tests.support.security import create_key
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,10 +162,18 @@ def test_a_site_is_crawled_then_searched_explained_and_deleted(
     scan = next(d for d in summary["documents"] if d["uri"].endswith("/scan.pdf"))
     assert any("OCR" in note for note in scan["notes"])
     assert summary["ingested"] == len(summary["documents"])
-    # Progress was reported page by page while it ran.
-    history = call(alpha.client, "tasks/get", {"id": task["id"], "historyLength": 100})
-    progress = [m["parts"][0]["text"] for m in history["result"]["history"] if m["role"] == "agent"]
+    # Progress was reported page by page while it ran: in the task's event log, not its history.
+    replayed = stream(alpha.client, "tasks/resubscribe", {"id": task["id"]}, {"Last-Event-ID": "0"})
+    statuses = [
+        e.payload["result"]["status"] for e in replayed if e.payload["result"].get("status")
+    ]
+    progress = [
+        s["message"]["parts"][0]["text"]
+        for s in statuses
+        if s["state"] == "working" and s.get("message")
+    ]
     assert sum("created" in p for p in progress) >= 4
+    assert [m["role"] for m in task["history"]] == ["user"]
 
     answer = output(alpha.ask("How many steps does the lighthouse keeper climb?"))
     best = answer["hits"][0]

@@ -105,6 +105,20 @@ def test_status_messages_join_the_history() -> None:
     assert task.status.message == question
 
 
+def test_progress_replaces_the_last_and_never_joins_the_history() -> None:
+    """Issue 34, point 3: a working status's message is progress; a skill that reports every
+    page of a long PDF must not grow the task by a message a page."""
+    task = moved(new_task(), S.working)
+    for n in range(1, 4):
+        said = Message(role=Role.agent, kind="message", message_id=f"p{n}", parts=text(f"{n}"))
+        task = states.apply(task, states.status_event(task, S.working, said))
+    assert task.history is None
+    assert task.status.message is not None and task.status.message.message_id == "p3"
+    question = Message(role=Role.agent, kind="message", message_id="q", parts=text("which?"))
+    task = states.apply(task, states.status_event(task, S.input_required, question))
+    assert task.history == [question]
+
+
 def test_artifact_chunks_append_or_replace_by_id() -> None:
     task = moved(new_task(), S.working)
 

@@ -20,6 +20,9 @@ from agentic_rag.tasks.store import TaskWrite
 
 @dataclass
 class ActiveTask:
+    """A task in memory: `task` as it is now (what the runner and the service decide on), and
+    `stored_task` as the database has it (what answers show: a crash cannot take it back)."""
+
     tenant: str
     task: Task
     last_seq: int
@@ -28,25 +31,45 @@ class ActiveTask:
         False  # whether the runner's coroutine has begun (it can be cancelled only then)
     )
     cancel_requested: bool = False
+    in_skill: bool = False  # whether the skill runs (not yet returned or raised)
     done: asyncio.Event = field(default_factory=asyncio.Event)
     written: asyncio.Future[None] | None = None  # the journal write of the latest events
     journaled: TaskWrite | None = None  # what that write holds
     invocation: Invocation | None = None  # resolved when the message was accepted
     arguments: BaseModel | None = None  # the invocation's, validated then (unless missing)
+    body_seq: int = 0  # the event that last changed more than the status (history, artifacts)
+    stored_task: Task = field(init=False)
+    stored_seq: int = field(init=False)  # 0: nothing stored yet
+    stored_write: TaskWrite | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.stored_task, self.stored_seq = self.task, self.last_seq
+
+    def stored(self, write: TaskWrite) -> None:
+        """The journal made `write` durable (and is about to publish its events)."""
+        if write.last_seq > self.stored_seq:
+            self.stored_task, self.stored_seq, self.stored_write = (
+                write.task,
+                write.last_seq,
+                write,
+            )
 
     async def durable(self) -> "ActiveTask":
-        """Wait until what this task shows is in the database, so clients see no state that
-        a crash could take back."""
-        while self.written is not None and not self.written.done():
-            await asyncio.shield(self.written)
+        """Wait until the events emitted so far are in the database (or failed to be stored).
+
+        One write is waited for, the latest when called: a skill that reports progress faster
+        than the journal commits cannot keep a caller (a cancel) waiting here."""
+        written = self.written
+        if written is not None and not written.done():
+            await asyncio.shield(written)
         return self
 
     def snapshot_json(self, history_length: int | None = None) -> str:
-        """The task as JSON, as `with_history` cuts it; the journal made it once already."""
-        journaled = self.journaled
-        if history_length is None and journaled is not None and journaled.task is self.task:
-            return journaled.snapshot_json
-        return wire_json(with_history(self.task, history_length))
+        """The stored task as JSON, as `with_history` cuts it; the journal may have made it."""
+        stored = self.stored_write
+        if history_length is None and stored is not None and stored.task is self.stored_task:
+            return stored.snapshot_json
+        return wire_json(with_history(self.stored_task, history_length))
 
     @property
     def key(self) -> tuple[str, str]:

@@ -218,6 +218,8 @@ class Journal:
         by_task: dict[tuple[str, str], list[Event]] = defaultdict(list)
         for write, _ in batch:
             by_task[(write.tenant, write.task.id)].extend(write.events)
+            if write.on_stored is not None:  # what answers show moves on with what is live
+                write.on_stored(write)
         for (tenant, task_id), events in by_task.items():
             self._bus.publish(tenant, task_id, events)
         for _, done in batch:

@@ -28,7 +28,7 @@ from agentic_rag.tasks import states
 from agentic_rag.tasks.active import ActiveTask, ActiveTasks
 from agentic_rag.tasks.calls import Groups, groups_of
 from agentic_rag.tasks.parts import agent_text, attached_artifact, data_part, text_of, text_part
-from agentic_rag.tasks.service import TaskService
+from agentic_rag.tasks.service import CANCELED, TaskService
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,7 @@ class TaskSkillContext:
 
     async def progress(self, text: str) -> None:
         await self._leased()
+        self._stop_if_canceled()
         task = self._active.task
         self._service.emit(
             self._active, states.status_event(task, TaskState.working, agent_text(text, task))
@@ -81,6 +82,7 @@ class TaskSkillContext:
 
     async def partial(self, text: str, *, artifact_id: str, last_chunk: bool = False) -> None:
         await self._leased()
+        self._stop_if_canceled()
         append = artifact_id in self._artifacts_started
         self._artifacts_started.add(artifact_id)
         artifact = Artifact(artifact_id=artifact_id, parts=[text_part(text)])
@@ -88,6 +90,7 @@ class TaskSkillContext:
 
     async def attach(self, *parts: ResultPart, name: str | None = None) -> None:
         await self._leased()
+        self._stop_if_canceled()
         self._emit_artifact(attached_artifact(parts, name), append=False, last_chunk=True)
 
     async def _leased(self) -> None:
@@ -97,6 +100,12 @@ class TaskSkillContext:
         meanwhile (`Runner.drop_taken_over`)."""
         if not self._service.cluster.holds_lease:
             await self._service.cluster.until_held()
+
+    def _stop_if_canceled(self) -> None:
+        """A skill that went on after its task was canceled (it caught the cancellation, or
+        was in a call that does not give way to it) is stopped at its next report."""
+        if self._active.cancel_requested:
+            raise asyncio.CancelledError
 
     def _emit_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
         task = self._active.task
@@ -209,8 +218,12 @@ class Runner:
         skill = invocation.skill
         try:
             arguments = active.arguments or invocation.validate()
-            with SkillCall(skill.name, "a2a"):
-                output = await skill.run(TaskSkillContext(service, active), arguments)
+            active.in_skill = True
+            try:
+                with SkillCall(skill.name, "a2a"):
+                    output = await skill.run(TaskSkillContext(service, active), arguments)
+            finally:
+                active.in_skill = False
             if not isinstance(output, skill.output_model):
                 raise TypeError(f"skill {skill.name} returned {type(output).__name__}")
             result = Artifact(
@@ -249,7 +262,7 @@ class Runner:
                 active.done.set()
                 return
             if active.cancel_requested:
-                final = self._end(active, TaskState.canceled, "Canceled at the client's request.")
+                final = self._end(active, TaskState.canceled, CANCELED)
             elif skill.resumable:
                 # Left working: the worker that takes it over (this one after a restart)
                 # runs it again and it resumes (TaskService.recover).
@@ -272,6 +285,11 @@ class Runner:
             final = self._end(
                 active, TaskState.failed, f"skill {skill.name} failed: {type(exc).__name__}: {exc}"
             )
+        if final is None:  # canceled by `TaskService.cancel` before the skill stopped: settled
+            active.runner = None
+            self._work.release(active)
+            active.done.set()
+            return
         try:
             try:
                 await final
@@ -332,19 +350,28 @@ class Runner:
             return
         active.task, active.last_seq = stored.task, stored.last_seq
         if active.cancel_requested:
-            await self._end(active, TaskState.canceled, "Canceled at the client's request.")
-            return
-        await self._end(
-            active,
-            TaskState.failed,
-            f"the result could not be stored ({type(error).__name__}); nothing was kept",
-        )
+            ending = self._end(active, TaskState.canceled, CANCELED)
+        else:
+            ending = self._end(
+                active,
+                TaskState.failed,
+                f"the result could not be stored ({type(error).__name__}); nothing was kept",
+            )
+        if ending is not None:
+            await ending
 
-    def _end(self, active: ActiveTask, state: TaskState, reason: str) -> "asyncio.Future[None]":
+    def _end(
+        self, active: ActiveTask, state: TaskState, reason: str
+    ) -> "asyncio.Future[None] | None":
         message = agent_text(reason, active.task)
         return self._settle(active, states.status_event(active.task, state, message))
 
-    def _settle(self, active: ActiveTask, *events: states.TaskEvent) -> "asyncio.Future[None]":
-        """Emit the events that end the run, remembering the task as it was before them."""
+    def _settle(
+        self, active: ActiveTask, *events: states.TaskEvent
+    ) -> "asyncio.Future[None] | None":
+        """Emit the events that end the run, remembering the task as it was before them; None
+        if the task has ended already (canceled while its skill would not stop)."""
+        if active.task.status.state in states.TERMINAL:
+            return None
         self._unsettled[active.key] = (active.task, active.last_seq)
         return self._service.emit(active, *events)

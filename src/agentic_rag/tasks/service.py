@@ -66,6 +66,10 @@ from agentic_rag.tasks.store import Event, StoredTask, TaskConflict, TaskStore, 
 
 log = logging.getLogger(__name__)
 
+# How long a cancel waits for a running skill to stop before it records `canceled` itself.
+CANCEL_GRACE_SECONDS = 0.5
+CANCELED = "Canceled at the client's request."
+
 # The namespace of follow-up task ids (`follow_up_id`).
 FOLLOW_UPS = uuid.UUID("5d0c8f3e-8a4b-4c1e-9d59-2f0b7a6c3e41")
 
@@ -124,14 +128,30 @@ class TaskService:
         """Apply `events` to the task and journal them; the future resolves once durable."""
         logged = []
         for event in events:
-            before = active.task.status.state if active.last_seq else None
-            active.task = states.apply(active.task if active.last_seq else None, event)
-            if active.task.status.state is not before:  # messages and artifacts change none
+            task = active.task if active.last_seq else None
+            active.task = states.apply(task, event)
+            after = active.task
+            if task is None or after.status.state is not task.status.state:
                 # A TaskState is its name (a StrEnum): no `.value`, a Python property.
-                observed.record_task_state(active.task.status.state)
+                observed.record_task_state(after.status.state)
             active.last_seq += 1
+            if (
+                task is None
+                or after.history is not task.history
+                or after.artifacts is not (task.artifacts)
+            ):
+                active.body_seq = active.last_seq  # more than the status changed
             logged.append(serialize(event, active.last_seq))
-        active.journaled = TaskWrite(active.tenant, active.task, active.last_seq, logged)
+        active.journaled = TaskWrite(
+            active.tenant,
+            active.task,
+            active.last_seq,
+            logged,
+            # The body goes with every write until a write that holds it is durable: commits
+            # may fail, or finish out of order.
+            body=active.body_seq > active.stored_seq,
+            on_stored=active.stored,
+        )
         active.written = self.journal.append(active.journaled)
         return active.written
 
@@ -373,7 +393,7 @@ class TaskService:
         await self.emit(active, message)
         if push is not None:
             await self.push.save(active.tenant, active.task.id, push)
-        return self._accepted(await active.durable(), follow=reply == "stream")
+        return self._accepted(active, follow=reply == "stream")
 
     async def _hand_over(
         self, stored: ActiveTask, message: Message, push: PushConfig | None, reply: Reply
@@ -436,9 +456,9 @@ class TaskService:
         )
 
     def _accepted(self, active: ActiveTask, *, follow: bool) -> Accepted:
-        """The task as it stands; with `follow`, also its events from now on until the cycle
-        ends, from this worker's runner or, when another worker runs it, from the log."""
-        task, seq = active.task, active.last_seq
+        """The task as it stands (stored); with `follow`, also its events from then on until the
+        cycle ends, from this worker's runner or, when another worker runs it, from the log."""
+        task, seq = active.stored_task, active.stored_seq
         if not follow or states.is_final(task.status.state):
             return Accepted(active, task, seq, None)
         if self.work.runs_here(*active.key):
@@ -548,11 +568,7 @@ class TaskService:
                 if not self.work.runs_here(*active.key) and state not in states.PAUSED:
                     break  # submitted or working on another worker
                 if active.runner is not None and active.started:
-                    # The runner records `canceled` when the skill stops (see Runner._execute).
-                    active.cancel_requested = True
-                    active.runner.cancel()
-                    await active.done.wait()
-                    return active.task
+                    return await self._stop(active, active.runner)
                 try:
                     await self.emit(active, states.status_event(active.task, TaskState.canceled))
                 except TaskConflict:
@@ -562,6 +578,42 @@ class TaskService:
             await self.push.settled(active)
             return active.task
         return await self._cancel_elsewhere(tenant, task_id)
+
+    async def _stop(self, active: ActiveTask, runner: "asyncio.Task[None]") -> Task:
+        """Cancel a task whose skill runs here: the runner records `canceled` once the skill
+        stops (Runner._execute). A skill still running after CANCEL_GRACE_SECONDS (it ignores
+        cancellation, or waits on something that does not give way to it) is not waited for:
+        `canceled` is recorded here, the runner drops whatever the skill still returns, and
+        the skill is stopped at its next report (`TaskSkillContext`). A skill that has stopped
+        is the runner's to settle, however long storing its end takes (the database away)."""
+        active.cancel_requested = True
+        runner.cancel()
+        try:
+            async with asyncio.timeout(CANCEL_GRACE_SECONDS):
+                await active.done.wait()
+        except TimeoutError:
+            if active.in_skill and active.task.status.state not in states.TERMINAL:
+                log.warning(
+                    "task %s: its skill did not stop within %.1f s of the cancel; canceled"
+                    " without waiting for it",
+                    active.task.id,
+                    CANCEL_GRACE_SECONDS,
+                )
+                await self._cancel_now(active)
+            else:
+                await active.done.wait()
+        return active.stored_task
+
+    async def _cancel_now(self, active: ActiveTask) -> None:
+        before = (active.task, active.last_seq)
+        said = agent_text(CANCELED, active.task)
+        try:
+            await self.emit(active, states.status_event(active.task, TaskState.canceled, said))
+        except Exception:
+            # Not stored: the runner records the end when the skill stops (cancel_requested).
+            active.task, active.last_seq = before
+            raise
+        await self.push.settled(active)
 
     async def _cancel_elsewhere(self, tenant: str, task_id: str) -> Task:
         """Cancel a task that another worker runs, or ran before it went away."""
@@ -653,7 +705,7 @@ class TaskService:
         active = await self._load(tenant, task_id)
         if active is None:
             raise TaskNotFoundError(f"task {task_id} not found")
-        await self.push.tell(active.task, tenant, url)
+        await self.push.tell(active.stored_task, tenant, url)
 
     async def _require(self, tenant: str, task_id: str) -> None:
         if await self._load(tenant, task_id) is None:

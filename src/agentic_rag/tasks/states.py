@@ -94,7 +94,10 @@ def apply(task: Task | None, event: TaskEvent) -> Task:
         case TaskStatusUpdateEvent(status=status):
             if status.state not in TRANSITIONS[state]:
                 raise IllegalTransition(f"task {task.id}: {state} -> {status.state}")
-            if status.message is None:
+            if status.message is None or status.state is S.working:
+                # A working status's message is progress: the status shows the latest, the
+                # event log keeps each; the history keeps the conversation only (the client's
+                # messages, the agent's questions and final words), so it stays bounded.
                 return changed(task, status=status)
             history = [*(task.history or []), status.message]
             return changed(task, status=status, history=history)

@@ -3,7 +3,7 @@
 Every query is scoped by tenant. The SQL of these tables lives here and nowhere else.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -58,12 +58,19 @@ class StoredTask:
 
 @dataclass(eq=False)  # identity: the journal tells writes apart by which one it is
 class TaskWrite:
-    """A task's new snapshot and the events that led to it, written in one transaction."""
+    """A task's new snapshot and the events that led to it, written in one transaction.
+
+    The status is written every time; the rest of the snapshot (history, artifacts) only with
+    `body`, when it changed since the task's last durable write: so a progress event costs its
+    event and its status, not the whole snapshot again (see `TaskStore.write`)."""
 
     tenant: str
     task: Task
     last_seq: int
     events: list[Event]
+    body: bool = True
+    # Called by the journal once the write is durable, before its events go live.
+    on_stored: "Callable[[TaskWrite], None] | None" = None
     # Set once written: whether the task is settled (final or paused) with push configs.
     push: bool = False
 
@@ -88,14 +95,26 @@ new_contexts AS (
            e->'event'
     FROM batch, jsonb_array_elements(doc->'events') AS e
 ), snapshots AS (
-    INSERT INTO tasks (tenant, id, context_id, state, last_seq, task, worker)
-    SELECT t->>'tenant', t->>'id', t->>'context', t->>'state', (t->>'seq')::bigint, t->'task',
-           (doc->>'worker')::integer
+    -- A task's row is written in two parts, each kept at its newest (commits may finish out
+    -- of order): the status with every commit, the body (`task`: history, artifacts) only when
+    -- the commit carries it. A body left out stays where it is, its TOASTed value untouched.
+    -- (A row proposed without a body has body_seq 0: NOT NULL is checked before conflicts.)
+    INSERT INTO tasks (tenant, id, context_id, state, last_seq, status, task, body_seq, worker)
+    SELECT t->>'tenant', t->>'id', t->>'context', t->>'state', (t->>'seq')::bigint,
+           t->'status', coalesce(t->'task', '{}'), CASE WHEN t ? 'task' THEN
+           (t->>'seq')::bigint ELSE 0 END, (doc->>'worker')::integer
     FROM batch, jsonb_array_elements(doc->'tasks') AS t
     ON CONFLICT (tenant, id) DO UPDATE
-    SET state = excluded.state, last_seq = excluded.last_seq, task = excluded.task,
+    SET state = CASE WHEN tasks.last_seq < excluded.last_seq
+                     THEN excluded.state ELSE tasks.state END,
+        status = CASE WHEN tasks.last_seq < excluded.last_seq
+                      THEN excluded.status ELSE tasks.status END,
+        last_seq = greatest(tasks.last_seq, excluded.last_seq),
+        task = CASE WHEN tasks.body_seq < excluded.body_seq
+                    THEN excluded.task ELSE tasks.task END,
+        body_seq = greatest(tasks.body_seq, excluded.body_seq),
         worker = excluded.worker, updated_at = now()
-    WHERE tasks.last_seq < excluded.last_seq  -- commits may finish out of order: keep the newest
+    WHERE tasks.last_seq < excluded.last_seq OR tasks.body_seq < excluded.body_seq
 )
 SELECT
     (SELECT count(pg_notify($3, payload)) FROM unnest($2::text[]) AS payload) AS notified,
@@ -120,8 +139,24 @@ WHERE state IN ('submitted', 'working')
     WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $2 AND l.objsubid = 2
       AND l.objid = tasks.worker::oid
       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))
-RETURNING tenant, task, last_seq
+RETURNING tenant, task || jsonb_build_object('status', status) AS task, last_seq
 """
+
+
+def _snapshot(write: TaskWrite) -> dict[str, object]:
+    """What the batch carries of a task's row: its status, and its body when it changed."""
+    task = write.task
+    row: dict[str, object] = {
+        "tenant": write.tenant,
+        "id": task.id,
+        "context": task.context_id,
+        "state": task.status.state.value,
+        "seq": write.last_seq,
+        "status": orjson.Fragment(wire_json(task.status)),
+    }
+    if write.body:
+        row["task"] = orjson.Fragment(write.snapshot_json)
+    return row
 
 
 def _notifications(keys: Sequence[tuple[str, str]]) -> list[str]:
@@ -144,7 +179,9 @@ def _notifications(keys: Sequence[tuple[str, str]]) -> list[str]:
 # Where a listing of tasks goes on: the status time and id of the last task of a page.
 type Cursor = tuple[datetime, str]
 # When a task's status last changed, as its snapshot says.
-_STATUS_AT = "(task #>> '{status,timestamp}')::timestamptz"
+_STATUS_AT = "(status ->> 'timestamp')::timestamptz"
+# A task as stored: its body with its status laid over (the body's may be older).
+_TASK = "task || jsonb_build_object('status', status)"
 
 
 @dataclass(frozen=True)
@@ -166,7 +203,9 @@ class TaskStore:
 
     async def get(self, tenant: str, task_id: str) -> StoredTask | None:
         row = await self._pool.fetchrow(
-            "SELECT task, last_seq FROM tasks WHERE tenant = $1 AND id = $2", tenant, task_id
+            f"SELECT {_TASK} AS task, last_seq FROM tasks WHERE tenant = $1 AND id = $2",
+            tenant,
+            task_id,
         )
         if row is None:
             return None
@@ -194,8 +233,8 @@ class TaskStore:
     async def page(self, tenant: str, after: str | None, limit: int) -> list[Task]:
         """The tenant's tasks by id, from the first after `after` (None: from the first)."""
         rows = await self._pool.fetch(
-            "SELECT task FROM tasks WHERE tenant = $1 AND ($2::text IS NULL OR id > $2) "
-            "ORDER BY id LIMIT $3",
+            f"SELECT {_TASK} AS task FROM tasks WHERE tenant = $1 "
+            "AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3",
             tenant,
             after,
             limit,
@@ -217,7 +256,7 @@ class TaskStore:
         async with self._pool.acquire() as conn:
             total = await conn.fetchval(f"SELECT count(*) FROM tasks WHERE {where}", *filters)
             rows = await conn.fetch(
-                f"SELECT task, {status_at} AS status_at, id FROM tasks WHERE {where} "
+                f"SELECT {_TASK} AS task, {status_at} AS status_at, id FROM tasks WHERE {where} "
                 f"AND ($5::timestamptz IS NULL OR ({status_at}, id) < ($5, $6::text)) "
                 f"ORDER BY {status_at} DESC, id DESC LIMIT $7",
                 *filters,
@@ -256,19 +295,8 @@ class TaskStore:
                 for w in writes
                 for e in w.events
             ],
-            "tasks": [
-                {
-                    "tenant": w.tenant,
-                    "id": w.task.id,
-                    "context": w.task.context_id,
-                    "state": w.task.status.state.value,
-                    "seq": w.last_seq,
-                    "task": orjson.Fragment(w.snapshot_json),
-                }
-                for _, w in sorted(
-                    latest.items()
-                )  # one lock order: concurrent commits cannot deadlock
-            ],
+            # One lock order: concurrent commits cannot deadlock.
+            "tasks": [_snapshot(w) for _, w in sorted(latest.items())],
         }
         notifications = _notifications(sorted(latest))
         try:
