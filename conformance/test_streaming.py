@@ -4,6 +4,7 @@ Every `data:` payload is validated as a 0.2.1 `SendStreamingMessageResponse` car
 request's id (`SseStream`). The SSE `id:` line of a task event is its sequence number.
 """
 
+import uuid
 from itertools import pairwise
 from typing import Any
 
@@ -227,6 +228,20 @@ def test_resubscribe_with_last_event_id_replays_exactly_the_later_events(rpc: Rp
     assert [event.seq for event in replayed] == [event.seq for event in later]
     assert [event.result for event in replayed] == [event.result for event in later]
     assert replayed[-1].result["final"] is True
+
+
+def test_the_0_2_5_kits_resubscribe_test_gets_its_task_then_its_stream(rpc: Rpc) -> None:
+    """§12.2, as the official 0.2.5 kit's `test_tasks_resubscribe` plays it: a blocking
+    message/send whose message id starts `test-resubscribe-message-id` (run-sut's long-running
+    scenario, a few seconds) answers with its task, and tasks/resubscribe then streams it."""
+    task = rpc.send_task(
+        "Test message for resubscribe", message_id=f"test-resubscribe-message-id-{uuid.uuid4()}"
+    )
+    assert state(task) == "completed"
+    with rpc.stream("tasks/resubscribe", {"id": task["id"]}) as stream:
+        events = stream.until_closed()
+    assert _kinds(events) == ["task", "status-update"]
+    assert events[-1].result["final"] is True
 
 
 def test_resubscribe_to_a_finished_task_sends_the_snapshot_and_final_status(rpc: Rpc) -> None:

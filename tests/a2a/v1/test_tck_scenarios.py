@@ -3,6 +3,7 @@ conformance/skills.py plays them, keyed by the message id's prefix, through the 
 a2a-sdk 1.x client over both 1.0 bindings."""
 
 import uuid
+from datetime import timedelta
 
 import pytest
 from a2a.client import Client
@@ -13,10 +14,16 @@ from a2a.types.a2a_pb2 import (
     Role,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
 from google.protobuf.json_format import MessageToDict
+
+from conformance.skills import KIT_STREAMING_TIMEOUT, LONG_RUNNING_SECONDS
+
+# The 0.2.5 kit's client gives up on an answer after this long (its tck/sut_client.py).
+KIT_0_2_5_REQUEST_TIMEOUT = 10.0
 
 
 def tck(prefix: str, text: str = "from the kit", *, task: Task | None = None) -> SendMessageRequest:
@@ -175,3 +182,29 @@ async def test_a_repeated_message_id_is_a_retry_only_with_identical_parts(client
         "other words",
     ]
     assert stored.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+
+
+def test_the_long_running_scenario_fits_both_kits() -> None:
+    """The kits' long-running scenario (`test-resubscribe-message-id`) works twice the 1.0
+    kit's streaming timeout (streaming.feature), and answers a blocking send well within the
+    0.2.5 kit's request timeout: that kit sends the same prefix in a blocking message/send."""
+    assert LONG_RUNNING_SECONDS >= 2 * KIT_STREAMING_TIMEOUT
+    assert LONG_RUNNING_SECONDS <= KIT_0_2_5_REQUEST_TIMEOUT / 2
+
+
+async def test_long_running_task_works_while_the_kit_subscribes_then_completes(
+    streaming: Client,
+) -> None:
+    """streaming.feature, "Long-running task for resubscription test": `working`, then (after
+    twice the kit's streaming timeout) `completed`; a subscription made meanwhile sees the task
+    working, then follows it to its end."""
+    stream = streaming.send_message(tck("test-resubscribe-message-id"))
+    seen = [await anext(stream), await anext(stream)]
+    assert kinds(seen) == ["task", "working"]
+    subscribed = [r async for r in streaming.subscribe(SubscribeToTaskRequest(id=seen[0].task.id))]
+    rest = [r async for r in stream]
+    assert subscribed[0].task.status.state == TaskState.TASK_STATE_WORKING
+    assert kinds(subscribed)[-1] == kinds(rest)[-1] == "completed"
+    working = seen[1].status_update.status.timestamp.ToDatetime()
+    completed = rest[-1].status_update.status.timestamp.ToDatetime()
+    assert completed - working >= timedelta(seconds=2 * KIT_STREAMING_TIMEOUT)
