@@ -20,9 +20,11 @@ JavaScript" notice, not content, and such a page must come out empty.
 from dataclasses import dataclass
 
 import httpx
-from lxml.html import HtmlElement  # type: ignore[import-untyped]  # lxml ships no stubs
+from lxml import etree  # type: ignore[import-untyped]  # lxml ships no stubs
+from lxml.html import HtmlElement, document_fromstring  # type: ignore[import-untyped]
+from lxml.html.html5parser import HTMLParser  # type: ignore[import-untyped]
 from trafilatura.metadata import extract_metadata
-from trafilatura.utils import load_html
+from trafilatura.utils import decode_file
 
 from agentic_rag.knowledge.documents import SECTION_SEPARATOR, ExtractedDocument, Section
 from agentic_rag.knowledge.sources.html_structure import (
@@ -37,6 +39,7 @@ PERMALINK_GLYPHS = " \t¶§#🔗"
 """What generators append to a heading as its link (Sphinx's "¶"), and spaces."""
 COVERAGE_GUARD = 0.8
 """Below this share of the page's text blocks kept, the whole page is read."""
+_HTML5 = HTMLParser(namespaceHTMLElements=False)
 
 
 @dataclass(frozen=True)
@@ -73,13 +76,12 @@ class Reading:
 def read_html(body: bytes | str, url: str) -> HtmlPage:
     """Extract the main text and links of the page at `url` (its final URL, after redirects).
 
-    The encoding of bytes is detected by trafilatura (declared charset, then a guess).
+    The page is parsed as browsers parse it (`parse_html`); the encoding of bytes is detected by
+    trafilatura (UTF-8 when the bytes are, else the declared charset, then a guess).
     The document's metadata "extraction" and its notes say how it was read (`Reading`).
     Blocking: about 0.1 s a page, so async callers run it in a thread.
     """
-    tree = load_html(body)
-    if tree is None:  # not HTML at all (or empty)
-        return HtmlPage(ExtractedDocument(url, url, "text/html", []), [])
+    tree = parse_html(body)
     base = url
     for href in tree.xpath("//base/@href")[:1]:
         base = absolute_url(url, str(href)) or url
@@ -111,6 +113,20 @@ def read_html(body: bytes | str, url: str) -> HtmlPage:
         notes=[reading.note()] if sections else [],
     )
     return HtmlPage(document, list(dict.fromkeys(link for link in links if link is not None)))
+
+
+def parse_html(body: bytes | str) -> HtmlElement:
+    """The page's document tree, built by the HTML5 parsing rules (html5lib), as browsers build it.
+
+    lxml's own parser (libxml2) is not HTML5: on a page with text before its doctype (a CGI
+    header left in a man2html page) it built no html or body element, so the page read as empty.
+    html5lib builds plain lxml elements; its tree, serialized, is read back as lxml.html ones.
+    """
+    text = decode_file(body).removeprefix("\ufeff")  # a byte order mark is not text
+    built = _HTML5.parse(text).getroot()
+    serialized = etree.tostring(built, method="html", encoding="unicode")
+    tree: HtmlElement = document_fromstring(serialized)
+    return tree
 
 
 def _read(tree: HtmlElement) -> tuple[list[Section], Reading]:

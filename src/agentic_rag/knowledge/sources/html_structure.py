@@ -32,7 +32,7 @@ from agentic_rag.knowledge.documents import Section, SectionKind
 
 SKIPPED_TAGS = frozenset(
     {
-        "script", "style", "noscript", "template", "nav", "form", "button", "select",
+        "script", "style", "noscript", "template", "nav", "button", "select",
         "textarea", "iframe", "svg", "canvas", "object", "embed", "map", "head", "title", "footer",
         "meta", "link", "input", "label", "dialog",
     }
