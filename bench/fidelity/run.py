@@ -16,6 +16,11 @@ Extractors, run on the same pages in the same run:
 - after_boilerplate: `read_html`, then blocks repeated across the generator's pages (taken as
   one site, in order, as a crawl reads them, re-decided at the end) left out.
 
+Malformed shapes (issue 28, point 3): real pages sent as servers send them malformed (a CGI
+header before the doctype, no html/head/body tags, unclosed tags, a byte order mark, a wrongly
+declared charset, uppercase tags, XHTML as text/html); their blocks are counted on the page as
+generated, the extractors read the malformed bytes (`SHAPES`).
+
 Run: .venv/bin/python bench/fidelity/run.py   (writes results.json and results.md here)
 """
 
@@ -26,7 +31,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lxml import html as lxml_html
@@ -40,7 +45,7 @@ from agentic_rag.knowledge.sources.boilerplate import (
     page_keys,
     without_boilerplate,
 )
-from agentic_rag.knowledge.sources.html_page import read_html
+from agentic_rag.knowledge.sources.html_page import parse_html, read_html
 from agentic_rag.knowledge.sources.markdown import markdown_sections
 
 HERE = Path(__file__).parent
@@ -66,6 +71,8 @@ class Generator:
     """XPath (relative to the region) of what may be left out: navigation, headers, footers."""
     man_pages: bool = False
     """`pages` are man pages, converted by man2html."""
+    shape: Callable[[bytes], bytes] | None = None
+    """Makes a page malformed: blocks are counted on the page, extractors read it shaped."""
 
 
 SQLITE = "/usr/share/doc/sqlite3/"
@@ -154,6 +161,41 @@ GENERATORS = [
 ]  # fmt: skip
 
 
+_TAG = re.compile(rb"<(/?)([a-zA-Z][a-zA-Z0-9]*)")
+_DOCUMENT_TAGS = re.compile(rb"</?(?:html|head|body)\b[^>]*>", re.I)
+_OPTIONAL_END_TAGS = re.compile(rb"</(?:p|li|dt|dd|td|th|tr|option)\s*>", re.I)
+_CHARSET = re.compile(rb"<meta[^>]*charset[^>]*>", re.I)
+_VOID = re.compile(rb"<(br|hr|img|meta|link|input)\b([^>]*?)/?>", re.I)
+
+
+def _xhtml(page: bytes) -> bytes:
+    page = _VOID.sub(rb"<\1\2 />", page)
+    page = re.sub(rb"<html\b", b'<html xmlns="http://www.w3.org/1999/xhtml"', page, count=1)
+    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + page
+
+
+SHAPES: dict[str, tuple[str, Callable[[bytes], bytes]]] = {
+    "CGI header before the doctype": ("man pages (man2html)",
+                                      lambda page: b"Content-type: text/html\n\n" + page),
+    "no html, head or body tags": ("SQLite (its own generator)",
+                                   lambda page: _DOCUMENT_TAGS.sub(b"", page)),
+    "end tags left out": ("git (AsciiDoc)", lambda page: _OPTIONAL_END_TAGS.sub(b"", page)),
+    "byte order mark": ("Jinja (Sphinx)", lambda page: b"\xef\xbb\xbf" + page),
+    "UTF-8 declared ISO-8859-1": ("Debian Reference (DocBook XSL)", lambda page: _CHARSET.sub(
+        b'<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">', page)),
+    "uppercase tags": ("diffutils (Texinfo makeinfo)",
+                       lambda page: _TAG.sub(lambda m: b"<" + m[1] + m[2].upper(), page)),
+    "XHTML as text/html": ("Lynx help (hand-written HTML 4)", _xhtml),
+}  # fmt: skip
+"""Each malformed shape, the generator whose pages it is applied to, and how."""
+
+
+def malformed() -> list[Generator]:
+    bases = {generator.name: generator for generator in GENERATORS}
+    return [replace(bases[base], name=f"malformed: {label}", shape=shape)
+            for label, (base, shape) in SHAPES.items()]  # fmt: skip
+
+
 def ensure_packages() -> None:
     missing = [p for p in PACKAGES if subprocess.run(
         ["dpkg", "-s", p], capture_output=True).returncode != 0]  # fmt: skip
@@ -177,7 +219,7 @@ def page_html(generator: Generator, path: str) -> bytes:
 
 
 def content_blocks(generator: Generator, body: bytes) -> list[tuple[str, ...]]:
-    tree = load_html(body)
+    tree = parse_html(body)  # the blocks a browser builds (HTML5 rules)
     regions = tree.xpath(generator.region)
     if not regions:
         raise ValueError(f"no {generator.region} in the page")
@@ -317,15 +359,16 @@ def main() -> None:
     ensure_packages()
     started = time.perf_counter()
     results: dict[str, object] = {}
-    for generator in GENERATORS:
+    for generator in [*GENERATORS, *malformed()]:
         tallies = {name: Tally() for name in [*EXTRACTORS, "after_boilerplate"]}
         READINGS.clear()
         RAW_ESCAPES.clear()
         read: list[tuple[list[tuple[str, ...]], list[Section]]] = []
         for path in generator.pages:
-            body = page_html(generator, path)
+            page = page_html(generator, path)
+            body = generator.shape(page) if generator.shape else page
             url = "https://docs.example/" + Path(path).name.removesuffix(".gz")
-            blocks = content_blocks(generator, body)
+            blocks = content_blocks(generator, page)
             for name, extractor in EXTRACTORS.items():
                 start = time.perf_counter()
                 sections = extractor(body, url)
