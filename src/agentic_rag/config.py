@@ -120,6 +120,20 @@ class Settings(BaseSettings):
         description="Largest request body accepted (A2A and MCP); files travel in it as FileParts.",
     )
     max_json_depth: int = Field(64, description="Deepest JSON nesting accepted in a request.")
+    http_max_head_bytes: int = Field(
+        64 * 1024,
+        ge=1024,
+        description="Largest request head (request line and headers) accepted; larger: 431.",
+    )
+    http_head_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="Longest a request head may take to arrive (from the connection's opening, "
+        "or the previous response's end); past it the connection is closed.",
+    )
+    http_keep_alive_seconds: int = Field(
+        5, ge=1, description="How long an idle keep-alive connection is kept open."
+    )
 
     workers: int = Field(
         1, ge=1, description="Processes `serve` runs on one port and one database."

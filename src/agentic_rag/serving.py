@@ -31,11 +31,13 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from typing import Any
 
 import asyncpg
 import uvicorn
 
+from agentic_rag.bounded_http import BoundedHttpToolsProtocol
 from agentic_rag.config import (
     Settings,
     environment,
@@ -74,6 +76,7 @@ def serve(app_factory: str, overrides: dict[str, Any], *, graph: bool = True) ->
         "log_level": settings.log_level,
         "log_config": log_config,
         "timeout_graceful_shutdown": GRACEFUL_SECONDS,
+        **http_options(settings),
     }
     with ExitStack() as stack:
         try:
@@ -135,6 +138,19 @@ def serve(app_factory: str, overrides: dict[str, Any], *, graph: bool = True) ->
         os.environ[METRICS_DIR_VARIABLE] = metrics
         if not _supervise(workers, uvicorn_config):
             raise SystemExit(STARTUP_FAILURE)
+
+
+def http_options(settings: Settings) -> dict[str, Any]:
+    """The uvicorn options of the HTTP side: what one connection may hold (docs/security.md,
+    Limits). The tests' servers (tests/support/live.py) run with them too."""
+    return {
+        "http": partial(
+            BoundedHttpToolsProtocol,
+            max_head_bytes=settings.http_max_head_bytes,
+            head_seconds=settings.http_head_timeout_seconds,
+        ),
+        "timeout_keep_alive": settings.http_keep_alive_seconds,
+    }
 
 
 @contextmanager

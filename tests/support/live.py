@@ -24,6 +24,7 @@ from starlette.types import ASGIApp
 
 from agentic_rag.app import build_app
 from agentic_rag.config import Settings
+from agentic_rag.serving import http_options
 from agentic_rag.skills import SkillRegistry
 
 
@@ -36,12 +37,14 @@ def free_port() -> int:
 
 @contextmanager
 def serve_in_thread(
-    app: ASGIApp, *, lifespan: str = "auto", port: int | None = None
+    app: ASGIApp, *, lifespan: str = "auto", port: int | None = None, **options: Any
 ) -> Iterator[str]:
-    """Run `app` until the block ends; yield its base URL."""
+    """Run `app` until the block ends; yield its base URL. `options`: uvicorn's."""
     port = port or free_port()
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan)
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan, **options
+        )
     )
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
@@ -87,7 +90,8 @@ class LiveServer:
 def live_server(
     registry: SkillRegistry | None, *, database_url: str, data_dir: Path, **settings: object
 ) -> Iterator[LiveServer]:
-    """Run the app until the block ends; a clean shutdown, like SIGTERM, at the end.
+    """Run the app until the block ends, with `serve`'s HTTP options; a clean shutdown, like
+    SIGTERM, at the end.
 
     `registry` None serves the product's skills (the knowledge engine included)."""
     config = Settings(
@@ -97,7 +101,8 @@ def live_server(
         database_url=database_url,
         **settings,
     )
-    with serve_in_thread(build_app(config, registry), lifespan="on", port=config.port) as url:
+    app = build_app(config, registry)
+    with serve_in_thread(app, lifespan="on", port=config.port, **http_options(config)) as url:
         yield LiveServer(url, config)
 
 
