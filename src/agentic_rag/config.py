@@ -29,6 +29,39 @@ from agentic_rag.hosts import allow_list_entry, is_host_name
 
 DEFAULT_DATA_DIR = Path("data")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
+_CREDENTIALS_FORM = '{"acme": {"https://agent.example:443": {"Authorization": "Bearer ..."}}}'
+
+
+def _looks_like_origin(key: object) -> bool:
+    return isinstance(key, str) and "://" in key
+
+
+def _check_origins(tenant: str, origins: dict[str, dict[str, SecretStr]]) -> None:
+    """Refuse a tenant's peer credentials that name no origin, or no sendable header."""
+    for url, headers in origins.items():
+        try:
+            parsed = httpx.URL(url)
+        except httpx.InvalidURL:
+            parsed = None
+        if (
+            parsed is None
+            or parsed.scheme not in ("http", "https")
+            or not parsed.host
+            or parsed.path not in ("", "/")
+            or parsed.query
+            or parsed.userinfo
+        ):
+            raise ValueError(f"{tenant!r}: {url!r} is not an origin (scheme://host:port)")
+        for name, secret in headers.items():
+            text = secret.get_secret_value()
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{tenant!r}, {url!r}: {name!r} is not a header name")
+            if not (text.isascii() and text.isprintable()):
+                raise ValueError(
+                    f"{tenant!r}, {url!r}: the value of {name} must be printable ASCII"
+                )
+
+
 StructuredOutput = Literal["json_schema", "json_object"]
 # The groups of tools a deployment offers over MCP and an API key selects (docs/skills.md).
 ToolGroup = Literal[
@@ -378,11 +411,12 @@ class Settings(BaseSettings):
     peer_heartbeat_timeout_seconds: float = Field(
         60.0, gt=0, description="A peer not heard from for this long is marked unhealthy."
     )
-    peer_credentials: Annotated[dict[str, dict[str, SecretStr]], NoDecode] = Field(
+    peer_credentials: Annotated[dict[str, dict[str, dict[str, SecretStr]]], NoDecode] = Field(
         default_factory=dict,
         description=(
-            "Headers sent with every request to a peer's origin (scheme://host:port), as JSON: "
-            '{"https://agent.example:443": {"Authorization": "Bearer ..."}}; never stored.'
+            "Headers sent to a peer's origin (scheme://host:port) on behalf of one tenant only, "
+            'as JSON, tenant -> origin -> headers: {"acme": {"https://agent.example:443": '
+            '{"Authorization": "Bearer ..."}}}; never stored. Other tenants send none.'
         ),
     )
     session_idle_seconds: float = Field(
@@ -463,34 +497,27 @@ class Settings(BaseSettings):
     @field_validator("peer_credentials", mode="before")
     @classmethod
     def _credentials_json(cls, value: object) -> object:
-        form = 'a JSON object: {"https://agent.example:443": {"Authorization": "Bearer ..."}}'
-        return _json_setting(value, dict, form) if isinstance(value, str) else value
+        if isinstance(value, str):
+            value = _json_setting(value, dict, f"a JSON object: {_CREDENTIALS_FORM}")
+        if isinstance(value, dict) and any(_looks_like_origin(key) for key in value):
+            # The form before credentials had tenants: read as it was, every tenant would send
+            # them (a confused deputy), so it is refused, saying how to name their tenant.
+            raise ValueError(
+                "is keyed by tenant now, then origin: "
+                f"{_CREDENTIALS_FORM}; an origin at the top level (the earlier form) gave "
+                "its headers to every tenant: put it under the tenant they belong to"
+            )
+        return value
 
     @field_validator("peer_credentials")
     @classmethod
     def _origins_and_headers(
-        cls, value: dict[str, dict[str, SecretStr]]
-    ) -> dict[str, dict[str, SecretStr]]:
-        for url, headers in value.items():
-            try:
-                parsed = httpx.URL(url)
-            except httpx.InvalidURL:
-                parsed = None
-            if (
-                parsed is None
-                or parsed.scheme not in ("http", "https")
-                or not parsed.host
-                or parsed.path not in ("", "/")
-                or parsed.query
-                or parsed.userinfo
-            ):
-                raise ValueError(f"{url!r} is not an origin (scheme://host:port)")
-            for name, secret in headers.items():
-                text = secret.get_secret_value()
-                if not _HEADER_NAME.fullmatch(name):
-                    raise ValueError(f"{url!r}: {name!r} is not a header name")
-                if not (text.isascii() and text.isprintable()):
-                    raise ValueError(f"{url!r}: the value of {name} must be printable ASCII")
+        cls, value: dict[str, dict[str, dict[str, SecretStr]]]
+    ) -> dict[str, dict[str, dict[str, SecretStr]]]:
+        for tenant, origins in value.items():
+            if not tenant:
+                raise ValueError("a tenant's name is not empty")
+            _check_origins(tenant, origins)
         return value
 
     @field_validator("upstream_mcp")

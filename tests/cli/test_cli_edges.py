@@ -64,6 +64,12 @@ BAD_SETTINGS = [
     ("AGENTIC_RAG_PEERS_ALLOW_PRIVATE", "not a host!", "comma-separated list"),
     ("AGENTIC_RAG_UPSTREAM_MCP", "graphiti", "a JSON list"),
     ("AGENTIC_RAG_PEER_CREDENTIALS", "Bearer secret-token", "a JSON object"),
+    # The form before credentials had tenants: every tenant would send them.
+    (
+        "AGENTIC_RAG_PEER_CREDENTIALS",
+        '{"https://a.example:443": {"X-Key": "secret-token"}}',
+        "is keyed by tenant now",
+    ),
     ("AGENTIC_RAG_MCP_TOOL_GROUPS", "knowledge,search", "'graphiti-compat' or 'upstream'"),
     ("AGENTIC_RAG_ALLOWED_HOSTS", "rag.example.com:8443", "without scheme or port"),
 ]

@@ -5,11 +5,12 @@ the other by its 0.3.0 card) and a peer on the official a2a-sdk 1.x server (prot
 `delegate_task` is a durable local task whose id is the correlation id; it mirrors the remote
 task's progress and artifacts, pauses when the peer asks for input and forwards the answer,
 tells its callbacks of its changes, is referenced by the caller's session, sends the
-credentials configured for the peer, times out with a reason, retries a peer that is
-unavailable, fails over to another peer, cancels the remote task when it is canceled, and
-continues after its worker dies.
+credentials configured for the peer under its tenant (and no other tenant's), times out with
+a reason, retries a peer that is unavailable, fails over to another peer, cancels the remote
+task when it is canceled, and continues after its worker dies.
 """
 
+import json
 import os
 import signal
 import threading
@@ -395,38 +396,70 @@ def test_callbacks_hear_of_every_status_change_and_of_the_result(
         assert claims["taskId"] == task_id
 
 
-def test_a_peer_that_requires_credentials_is_sent_those_configured_for_it(
+class GuardedCard:
+    """A peer's card served only to requests that carry its key, as a peer that requires
+    credentials for everything would: it records the key each request came with."""
+
+    def __init__(self, card: dict[str, Any], key: str) -> None:
+        self.card, self.key = card, key
+        self.keys: list[str | None] = []
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/.well-known/agent-card.json", self._card)])
+
+    async def _card(self, request: Request) -> Response:
+        given = request.headers.get("x-api-key")
+        self.keys.append(given)
+        if given != self.key:
+            return Response(status_code=401)
+        return Response(json.dumps(self.card), media_type="application/json")
+
+
+def test_a_peers_credentials_are_sent_for_their_tenant_alone(
     postgres_dsn: str, database_url: str, data_dir: Path
 ) -> None:
+    """Two tenants of one delegator register the same peer; the credentials configured for
+    the peer's origin under tenant alpha are alpha's: beta's delegation reaches the peer
+    without them (and is refused), and so do its card fetches."""
     peer_database = create_database(postgres_dsn)
     key = create_key(peer_database, "acme", ["read", "write"])
+    alpha_key = create_key(database_url, "alpha", ["read", "write"])
+    beta_key = create_key(database_url, "beta", ["read", "write"])
     with delegator(peer_database, data_dir / "peer", require_auth=True) as peer_url:
         without = Delegator(peer_url)
         assert without.client.post("/", json={}).status_code == 401  # it requires credentials
         without.close()
-        with delegator(database_url, data_dir / "without") as url:
-            plain = Delegator(url)
-            refused = plain.delegate(
-                target_agent=plain.register(card_url=peer_url),
-                capability_name="conformance",
-                message="hi",
-                retries=0,
-            )
-            plain.close()
-        credentials = {peer_url: {"X-API-Key": key}}
-        with delegator(database_url, data_dir / "with", peer_credentials=credentials) as url:
-            keyed = Delegator(url)
-            task = keyed.delegate(
-                target_agent=keyed.register(card_url=peer_url),
-                capability_name="conformance",
-                message="hi",
-            )
-            keyed.close()
-        # The peer ran it for the key's tenant.
+        guarded = GuardedCard(card_of(peer_url), key)
+        with serve_in_thread(guarded.app()) as card_url:
+            credentials = {"alpha": {peer_url: {"X-API-Key": key}, card_url: {"X-API-Key": key}}}
+            with delegator(
+                database_url, data_dir / "us", peer_credentials=credentials, require_auth=True
+            ) as url:
+                alpha, beta = Delegator(url, alpha_key), Delegator(url, beta_key)
+                task = alpha.delegate(
+                    target_agent=alpha.register(card_url=peer_url),
+                    capability_name="conformance",
+                    message="hi",
+                )
+                refused = beta.delegate(
+                    target_agent=beta.register(card_url=peer_url),
+                    capability_name="conformance",
+                    message="hi",
+                    retries=0,
+                )
+                guarded_url = card_url + "/.well-known/agent-card.json"
+                assert alpha.register(card_url=guarded_url)
+                unfetched = beta.client.post("/a2a/agents/register", json={"card_url": guarded_url})
+                alpha.close()
+                beta.close()
+        # The peer ran alpha's for the key's tenant.
         with httpx.Client(base_url=peer_url, headers={"X-API-Key": key}) as acme:
             remote = call(acme, "tasks/get", {"id": result_data(task)["remote_task_id"]})
 
-    assert refused["status"]["state"] == "failed"
-    assert "HTTP 401" in status_text(refused)
     assert result_data(task)["text"] == "hi"
     assert remote["result"]["status"]["state"] == "completed"
+    assert refused["status"]["state"] == "failed"
+    assert "HTTP 401" in status_text(refused)
+    assert unfetched.status_code == 502, unfetched.text
+    assert "HTTP 401" in unfetched.json()["detail"]
+    assert guarded.keys == [key, None]  # alpha's fetch carried the key, beta's nothing

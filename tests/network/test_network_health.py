@@ -14,6 +14,7 @@ import httpx
 from agentic_rag.app import build_app
 from agentic_rag.config import Settings
 from agentic_rag.network.cards import Capability, CardFetcher, describe_declaration
+from agentic_rag.network.credentials import PeerCredentials
 from agentic_rag.network.health import HealthMonitor
 from agentic_rag.network.registry import PeerRegistry
 from agentic_rag.security.ssrf import SSRFGuard
@@ -126,7 +127,7 @@ def test_health_is_judged_once_across_workers(database_url: str, data_dir: Path)
 async def test_the_monitor_wakes_at_the_soonest_heartbeat_deadline(pool: asyncpg.Pool) -> None:
     """Not on a fixed period: a silent peer is judged when its timeout runs out, so detection
     takes the timeout plus a few milliseconds of scheduling."""
-    registry, cards = PeerRegistry(pool), CardFetcher(SSRFGuard([]))
+    registry, cards = PeerRegistry(pool), CardFetcher(SSRFGuard([]), PeerCredentials({}))
     monitor = HealthMonitor(registry, cards, interval=300.0, timeout=60.0)
     try:
         assert await monitor.next_sleep() == 60.0  # no peers: the longest sleep

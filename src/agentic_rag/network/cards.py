@@ -16,6 +16,7 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.compat.v0_3.types import AgentCard as CardV03
 from pydantic import BaseModel, ValidationError
 
+from agentic_rag.network.credentials import PeerCredentials
 from agentic_rag.network.peers import PeerSkill
 from agentic_rag.schema.a2a import AgentCard as CardV02
 from agentic_rag.security.fetch import (
@@ -204,35 +205,39 @@ def _problems(exc: ValidationError) -> str:
 
 
 class CardFetcher:
-    """Fetches Agent Cards through the SSRF guard, with the peers' credentials (close it with
-    `aclose`)."""
+    """Fetches Agent Cards through the SSRF guard, for a tenant, with that tenant's peer
+    credentials (close it with `aclose`)."""
 
-    def __init__(self, guard: SSRFGuard, credentials: httpx.Auth | None = None) -> None:
-        self._fetcher = Fetcher(guard, CARD_LIMITS, user_agent=USER_AGENT, auth=credentials)
+    def __init__(self, guard: SSRFGuard, credentials: PeerCredentials) -> None:
+        self._fetcher = Fetcher(guard, CARD_LIMITS, user_agent=USER_AGENT)
+        self._credentials = credentials
 
     async def aclose(self) -> None:
         await self._fetcher.aclose()
 
-    async def fetch(self, url: str) -> tuple[dict[str, Any], str]:
+    async def fetch(self, tenant: str, url: str) -> tuple[dict[str, Any], str]:
         """The card at `url` (at its well-known paths when `url` is a bare base URL) and the
-        URL it came from. Raises CardError, or FetchError when nothing could be fetched."""
+        URL it came from, as `tenant` asks for it. Raises CardError, or FetchError when
+        nothing could be fetched."""
         parsed = httpx.URL(url)
         if parsed.path in ("", "/"):
             failures = []
             for path in WELL_KNOWN_PATHS:
                 candidate = str(parsed.copy_with(path=path, query=None))
                 try:
-                    return await self._fetch_one(candidate), candidate
+                    return await self._fetch_one(tenant, candidate), candidate
                 except FetchError as exc:
                     if exc.kind != "http status":
                         raise
                     failures.append(f"{path}: {exc}")
             raise CardError(f"no Agent Card at {url}: {'; '.join(failures)}")
-        return await self._fetch_one(url), url
+        return await self._fetch_one(tenant, url), url
 
-    async def _fetch_one(self, url: str) -> dict[str, Any]:
+    async def _fetch_one(self, tenant: str, url: str) -> dict[str, Any]:
         resource = await self._fetcher.fetch(
-            url, accept=("application/json", "application/a2a+json")
+            url,
+            accept=("application/json", "application/a2a+json"),
+            auth=self._credentials.of(tenant),
         )
         assert not isinstance(resource, NotModified)  # no validators were sent
         try:
@@ -243,11 +248,11 @@ class CardFetcher:
             raise CardError(f"the Agent Card at {url} is not a JSON object")
         return card
 
-    async def alive(self, url: str) -> str | None:
-        """Probe `url` with a GET: None if the peer answered (any status below 500; a JSON-RPC
-        endpoint may well answer a GET with 405), else why not."""
+    async def alive(self, tenant: str, url: str) -> str | None:
+        """Probe `url` with a GET of `tenant`'s: None if the peer answered (any status below
+        500; a JSON-RPC endpoint may well answer a GET with 405), else why not."""
         try:
-            await self._fetcher.fetch(url)
+            await self._fetcher.fetch(url, auth=self._credentials.of(tenant))
         except FetchError as exc:
             if exc.kind == "http status" and exc.status is not None and exc.status < 500:
                 return None

@@ -6,7 +6,7 @@ from agentic_rag.llm.endpoint import ChatEndpoint
 from agentic_rag.network.delegation import DelegationService, DelegationSettings
 from agentic_rag.network.delegation_store import DelegationStore
 from agentic_rag.network.orchestration import Orchestrator
-from agentic_rag.network.peer_client import Backoff, peer_http
+from agentic_rag.network.peer_client import Backoff, PeerHttp
 from agentic_rag.network.plan_store import PlanStore
 from agentic_rag.network.service import Network
 from agentic_rag.skills import SkillRegistry
@@ -27,7 +27,7 @@ class Delegating:
         tasks: TaskService,
         chat: ChatEndpoint | None,
     ) -> None:
-        self._http = peer_http(
+        self._http = PeerHttp(
             network.guard,
             timeout=settings.delegation_request_timeout_seconds,
             credentials=network.credentials,

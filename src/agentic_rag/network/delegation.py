@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, Field
 
 from agentic_rag.network.delegation_store import SETTLED, Delegation, DelegationStore
@@ -46,6 +45,7 @@ from agentic_rag.network.peer_client import (
     Backoff,
     PeerCallError,
     PeerClient,
+    PeerHttp,
     PeerRefusal,
     PeerUnavailable,
     RemoteEvent,
@@ -151,7 +151,7 @@ class DelegationService:
         sessions: SessionStore,
         tasks: TaskService,
         guard: SSRFGuard,
-        http: httpx.AsyncClient,
+        http: PeerHttp,
         settings: DelegationSettings,
     ) -> None:
         self._store, self._peers, self._sessions, self._tasks = store, peers, sessions, tasks
@@ -628,7 +628,7 @@ class _Run:
 
     def _use(self, peer: Peer) -> None:
         self._peer = peer
-        self._client = connect(peer, self._service._http)
+        self._client = connect(peer, self._service._http.of(peer.tenant))
 
     async def _close_client(self) -> None:
         if self._client is not None:

@@ -65,7 +65,7 @@ class HealthMonitor:
 
     async def _probe(self, peer: Peer) -> None:
         url = peer.card_url or peer.endpoint
-        failure = await self._cards.alive(url)
+        failure = await self._cards.alive(peer.tenant, url)
         if failure is not None:
             log.info("probe of peer %s (%s) failed: %s", peer.id, peer.name, failure)
         changed = await self._registry.probed(

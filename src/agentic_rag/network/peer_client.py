@@ -28,6 +28,7 @@ import orjson
 from pydantic import ValidationError
 
 from agentic_rag.ids import new_id
+from agentic_rag.network.credentials import PeerCredentials
 from agentic_rag.network.peers import Peer
 from agentic_rag.schema.a2a import (
     Message,
@@ -116,21 +117,34 @@ class PeerClient(Protocol):
     async def aclose(self) -> None: ...
 
 
-def peer_http(
-    guard: SSRFGuard, *, timeout: float, credentials: httpx.Auth | None = None
-) -> httpx.AsyncClient:
-    """The HTTP client of every call to peers, through `guard`, with the peers' `credentials`
-    (`network/credentials.py`); made once (a client costs its TLS context, tens of
-    milliseconds) and closed by its owner."""
-    return httpx.AsyncClient(
-        transport=GuardedTransport(guard, httpx.AsyncHTTPTransport()),
-        timeout=httpx.Timeout(timeout),
-        auth=credentials,
-    )
+class PeerHttp:
+    """The HTTP clients of the calls to peers, through `guard`: one for each tenant that has
+    peer credentials, which carries them (`network/credentials.py`), and one without any for
+    every other tenant. Made once (a client costs its TLS context, tens of milliseconds) and
+    closed by their owner (`aclose`)."""
+
+    def __init__(self, guard: SSRFGuard, *, timeout: float, credentials: PeerCredentials) -> None:
+        def client(auth: httpx.Auth | None) -> httpx.AsyncClient:
+            return httpx.AsyncClient(
+                transport=GuardedTransport(guard, httpx.AsyncHTTPTransport()),
+                timeout=httpx.Timeout(timeout),
+                auth=auth,
+            )
+
+        self._anonymous = client(None)
+        self._by_tenant = {tenant: client(credentials.of(tenant)) for tenant in credentials.tenants}
+
+    def of(self, tenant: str) -> httpx.AsyncClient:
+        """The client of `tenant`'s calls to its peers."""
+        return self._by_tenant.get(tenant, self._anonymous)
+
+    async def aclose(self) -> None:
+        for client in (self._anonymous, *self._by_tenant.values()):
+            await client.aclose()
 
 
 def connect(peer: Peer, http: httpx.AsyncClient) -> PeerClient:
-    """A client for `peer` in its protocol version, over `http` (see `peer_http`)."""
+    """A client for `peer` in its protocol version, over `http` (`PeerHttp.of` its tenant)."""
     if peer.protocol_version.startswith("0.2"):
         return JsonRpcPeer(peer, http)
     return SdkPeer(peer, http)

@@ -45,7 +45,7 @@ class Registrar:
         """Fetch the card at `url` (a card's URL, or an agent's base URL), then register it."""
         await self._check_url(url, field="card_url")
         try:
-            card, card_url = await self._cards.fetch(url)
+            card, card_url = await self._cards.fetch(tenant, url)
             description = describe_card(card, card_url)
         except FetchError as exc:
             raise RegistrationError(

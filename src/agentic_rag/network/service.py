@@ -16,7 +16,8 @@ class Network:
 
     def __init__(self, settings: Settings, pool: Pool) -> None:
         self.guard = SSRFGuard(settings.peers_allow_private)  # every URL of a peer passes it
-        self.credentials = PeerCredentials(settings.peer_credentials)  # sent to peers' origins
+        # Sent to peers' origins by the tenant they belong to, and by no other.
+        self.credentials = PeerCredentials(settings.peer_credentials)
         self._cards = CardFetcher(self.guard, self.credentials)
         self.peers = PeerRegistry(pool)
         self.registrar = Registrar(self.peers, self.guard, self._cards)

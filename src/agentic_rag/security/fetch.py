@@ -102,7 +102,6 @@ class Fetcher:
         limits: FetchLimits | None = None,
         *,
         user_agent: str = USER_AGENT,
-        auth: httpx.Auth | None = None,
     ) -> None:
         self.guard = guard
         self.limits = limits or FetchLimits()
@@ -112,7 +111,6 @@ class Fetcher:
             timeout=httpx.Timeout(self.limits.timeout_seconds),
             trust_env=False,
             headers={"User-Agent": user_agent, "Accept-Encoding": "gzip, deflate"},
-            auth=auth,  # per request: each redirect is authenticated (or not) by its own origin
         )
 
     async def __aenter__(self) -> Self:
@@ -136,14 +134,16 @@ class Fetcher:
         validators: Validators | None = None,
         accept: Collection[str] | None = None,
         max_bytes: int | None = None,
+        auth: httpx.Auth | None = None,
     ) -> Resource | NotModified:
         """GET `url`. `accept` lists the media types wanted (None: any); others are refused
-        before their body is read. Raises FetchError."""
+        before their body is read. `auth` authenticates the request and each redirect, by the
+        URL each goes to. Raises FetchError."""
         total = self.limits.total_seconds
         try:
             async with asyncio.timeout(total):
                 return await self._fetch(
-                    url, validators, accept, max_bytes or self.limits.max_bytes
+                    url, validators, accept, max_bytes or self.limits.max_bytes, auth
                 )
         except TimeoutError:
             raise FetchError("timeout", f"no complete answer within {total:g} s") from None
@@ -166,6 +166,7 @@ class Fetcher:
         validators: Validators | None,
         accept: Collection[str] | None,
         max_bytes: int,
+        auth: httpx.Auth | None,
     ) -> Resource | NotModified:
         headers = validators.conditional_headers() if validators else {}
         response = await self.guard.request(
@@ -175,6 +176,7 @@ class Fetcher:
             headers=headers,
             max_redirects=self.limits.max_redirects,
             stream=True,
+            auth=auth,
         )
         try:
             final_url = str(response.url)

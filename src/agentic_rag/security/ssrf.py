@@ -140,6 +140,7 @@ class SSRFGuard:
         follow_redirects: bool = True,
         max_redirects: int = MAX_REDIRECTS,
         stream: bool = False,
+        auth: httpx.Auth | None = None,
         **kwargs: Any,
     ) -> httpx.Response:
         """Send a request through the guard; other arguments are those of `client.build_request`.
@@ -150,11 +151,12 @@ class SSRFGuard:
         asked for (or redirected to), not the address. `client` must speak HTTP/1.1 (see `_send`).
         With `stream=True` the body is not read: the caller reads it (`aiter_raw`, `aiter_bytes`)
         and must close the response (`aclose`), as with `client.send(..., stream=True)`.
+        `auth` authenticates each request, the redirected ones too (by the URL each goes to).
         """
         headers = httpx.Headers(kwargs.pop("headers", None))
         history: list[httpx.Response] = []
         while True:
-            response = await self._send(client, method, url, headers, kwargs, stream)
+            response = await self._send(client, method, url, headers, kwargs, stream, auth)
             location = response.headers.get("Location")
             if (
                 not follow_redirects
@@ -193,6 +195,7 @@ class SSRFGuard:
         headers: httpx.Headers,
         kwargs: dict[str, Any],
         stream: bool,
+        auth: httpx.Auth | None,
     ) -> httpx.Response:
         try:
             pinned = await self.resolve(url)
@@ -214,7 +217,7 @@ class SSRFGuard:
             headers=sent_headers,
             **{**kwargs, "extensions": extensions},
         )
-        response = await client.send(request, follow_redirects=False, stream=stream)
+        response = await client.send(request, follow_redirects=False, stream=stream, auth=auth)
         # Report the URL asked for, not the address: callers resolve relative links against it.
         response.request = httpx.Request(method, url, headers=request.headers)
         return response
