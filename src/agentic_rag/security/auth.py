@@ -21,6 +21,7 @@ from agentic_rag.security.api_keys import ApiKeyStore, parse_key
 from agentic_rag.security.principal import LOCAL, Principal
 from agentic_rag.security.ratelimit import RateLimiter
 from agentic_rag.security.tokens import InvalidToken, JWTVerifier
+from agentic_rag.storage.outage import database_unreachable
 
 # JSON-RPC error codes for the HTTP-level refusals (documented in docs/security.md).
 AUTHENTICATION_REQUIRED = -32010
@@ -97,8 +98,17 @@ class Authenticator:
         if time.monotonic() - self._checked_keys_at < KEYS_RECHECK_SECONDS:
             return
         self._checked_keys_at = time.monotonic()
+        try:
+            created = await self._api_keys.any_active()
+        except Exception as exc:
+            if not database_unreachable(exc):
+                raise
+            # No key can be created while the database is away, and every call that reads or
+            # changes stored state fails without it: the request goes on in open mode and is
+            # refused in its own protocol's terms by the adapter, which logs the outage.
+            return
         # Another request may have ended open mode while this one awaited: log it once.
-        if await self._api_keys.any_active() and not self.enforced:
+        if created and not self.enforced:
             self.enforced = True
             log.warning(
                 "authentication required from now on: an API key was created, so open local "

@@ -2,6 +2,7 @@
 `Retry-After`, and answers again once the database is back, with no restart (docs/operations.md,
 "When a store is down"). A PostgreSQL of the test's own is stopped under the server."""
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agentic_rag.security.auth import UNAVAILABLE_RETRY_SECONDS
+from agentic_rag.security.auth import KEYS_RECHECK_SECONDS, UNAVAILABLE_RETRY_SECONDS
 from conformance.skills import conformance_registry
 from tests.support.cluster import ExternalPostgres, wait_for
 from tests.support.live import LiveServer, live_server
@@ -46,6 +47,9 @@ def test_both_bindings_refuse_to_retry_while_the_database_is_down(
         before = rest_send(server, "before").json()["task"]
         assert before["status"]["state"] == "TASK_STATE_COMPLETED"
         with postgres.outage():
+            # Open local mode looks for new keys at most every KEYS_RECHECK_SECONDS: past it,
+            # each request meets that check too, which must not answer for the binding.
+            time.sleep(KEYS_RECHECK_SECONDS)
             sent = rest_send(server, "during")
             got = httpx.get(f"{server.url}/json/tasks/{before['id']}", headers=V1, timeout=30)
             called = rpc(server, "SendMessage", {"message": message("during")})
