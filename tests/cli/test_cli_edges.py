@@ -5,17 +5,12 @@ setting in one line for every command, `call help topic=SKILL` with the input sc
 The CLI runs in a subprocess, on a real PostgreSQL (and a real server for `query`)."""
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from agentic_rag.config import Settings
-from tests.support.cli import BIN, one_line, run
-from tests.support.live import free_port, until_ready
+from tests.support.cli import one_line, run, serving
 
 LIST_SETTINGS = (
     "AGENTIC_RAG_INGEST_ALLOW_PRIVATE",
@@ -150,35 +145,16 @@ def test_query_asks_the_server_that_holds_the_data_directory(
     assert (
         run("agentic-rag", "ingest", str(notes), "--data-dir", str(data_dir), **env).returncode == 0
     )
-    port, log = free_port(), tmp_path / "server.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [str(BIN / "agentic-rag"), "serve", "--port", str(port), "--data-dir", str(data_dir)],
-            env={**_clean_env(), **env},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        until_ready(server, port, log)
+    with serving(data_dir, tmp_path / "server.log", **env) as server:
         asked = run(
             "agentic-rag", "query", "What calms the bees?", "--data-dir", str(data_dir), **env
         )
         assert asked.returncode == 0, asked.stderr
-        assert f"asking the server at http://127.0.0.1:{port} (pid {server.pid})" in asked.stderr
+        pid = server.process.pid
+        assert f"asking the server at {server.url} (pid {pid})" in asked.stderr
         assert "Smoke calms the bees" in asked.stdout
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=60)
     # The server gone: the models are loaded here, and the user is told so.
     alone = run("agentic-rag", "query", "What calms the bees?", "--data-dir", str(data_dir), **env)
     assert alone.returncode == 0, alone.stderr
     assert "loading the models in this process" in alone.stderr
     assert "Smoke calms the bees" in alone.stdout
-
-
-def _clean_env() -> dict[str, str]:
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("AGENTIC_RAG_") and k not in ("DATABASE_URL", "REDIS_URL")
-    } | {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}

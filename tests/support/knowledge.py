@@ -1,11 +1,16 @@
 """Helpers of the knowledge tests: a caller of the knowledge skills over A2A and MCP, the pages of
-the sites they crawl, and the hosted chat double the rerankers and answers use."""
+the sites they crawl (and a small site of three pages), and the hosted chat double the rerankers
+and answers use."""
 
 import re
 from collections.abc import Callable
 from typing import Any
 
 import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Route
 
 from tests.support.hosted_chat import HostedChatDouble
 from tests.support.rpc import call, text_message
@@ -64,6 +69,39 @@ def page(title: str, text: str, *links: str) -> str:
         f"<!doctype html><html><head><title>{title}</title></head><body><nav><ul>{anchors}"
         f"</ul></nav><main><article><h1>{title}</h1><p>{text}</p></article></main></body></html>"
     )
+
+
+BEE_PAGES = {
+    "/": page(
+        "Beekeeping notes",
+        "Notes of a beekeeper on keeping three hives through the year, from spring to winter.",
+        "/smoke",
+        "/winter",
+    ),
+    "/smoke": page(
+        "Calming bees with smoke",
+        "Smoke calms the bees before the keeper opens the hive: they gorge on honey.",
+        "/",
+        "/winter",
+    ),
+    "/winter": page(
+        "Preparing hives for winter",
+        "Before winter the keeper narrows the entrance and leaves enough honey for the cluster.",
+        "/",
+        "/smoke",
+    ),
+}
+
+
+def bee_site(pages: dict[str, str] = BEE_PAGES) -> Starlette:
+    """A site of three pages linking to each other, its start page `/`."""
+
+    async def serve_page(request: Request) -> Response:
+        if request.url.path not in pages:
+            return PlainTextResponse("not found", status_code=404)
+        return HTMLResponse(pages[request.url.path])
+
+    return Starlette(routes=[Route("/{path:path}", serve_page)])
 
 
 class KnowledgeChatDouble(HostedChatDouble):

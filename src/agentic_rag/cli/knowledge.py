@@ -1,7 +1,8 @@
 """The knowledge commands of the CLI: `agentic-rag ingest | query | sources [SOURCE] | reembed`.
 
-`ingest`, `query` and `sources` call the skills (agentic_rag.cli.skill_client), on the local data
-directory or on a running server; `reembed` works on the database itself.
+`ingest`, `query` and `sources` call the skills (agentic_rag.cli.skill_client), on a running
+server (--url, or the one that holds the data directory) or on the local data directory;
+`reembed` works on the database itself, beside the servers that search it.
 """
 
 import base64
@@ -87,9 +88,10 @@ async def sources(skills: Skills, source_id: str | None = None, *, out: TextIO =
     if not data["sources"]:
         print("no sources yet: agentic-rag ingest URL|FILE adds some", file=out)
     for source in data["sources"]:
+        title = source["title"] if source["title"] not in ("", source["uri"]) else None
         print(
             f"{source['source_id']}  {source['kind']:<8} {source['documents']:>5} docs "
-            f"{source['chunks']:>7} chunks  {source['uri']}",
+            f"{source['chunks']:>7} chunks  " + (f"{title}  " if title else "") + source["uri"],
             file=out,
         )
     return 0

@@ -190,43 +190,54 @@ def _doctor(args: argparse.Namespace) -> int:
 # -- the parsers ------------------------------------------------------------------------------
 
 
-async def _open_skills(args: argparse.Namespace, *, via_server: bool = False) -> "Skills":
-    """The skills on the server at --url, else on the local data as --tenant. `via_server`:
-    on the server that holds the local data directory if one runs (its models are loaded),
-    as long as it is the `local` tenant's data that is asked for; a note says which."""
-    from agentic_rag.cli.skill_client import LocalSkills, RemoteSkills
+def _target(args: argparse.Namespace) -> str | Settings:
+    """Where a command on the data runs: the server at --url; else the server that holds the
+    data directory (and database), when one runs and the `local` tenant's data is asked for
+    (another tenant's data is a server's only through that tenant's key), said on stderr;
+    else this process, with these settings. On a server, the server's settings decide (its
+    SSRF allow-lists, its models), as for every other client of it."""
+    from agentic_rag.running import running_server
 
     if args.url:
-        return RemoteSkills(args.url, args.api_key)
+        return str(args.url)
     settings = Settings(**_overrides(args))
-    if via_server and args.tenant == "local":
-        from agentic_rag.running import running_server
+    server = running_server(settings.data_dir, settings.database_url)
+    if args.tenant != "local" or server is None:
+        return settings
+    action = getattr(args, "peers_command", None)
+    command = f"{args.command} {action}" if action else args.command
+    print(
+        f"agentic-rag {command}: asking the server at {server.url} (pid {server.pid}), which "
+        f"holds {settings.data_dir}",
+        file=sys.stderr,
+    )
+    return server.url
 
-        server = running_server(settings.data_dir, settings.database_url)
-        if server is not None:
-            print(
-                f"agentic-rag {args.command}: asking the server at {server.url} (pid "
-                f"{server.pid}), which holds {settings.data_dir}",
-                file=sys.stderr,
-            )
-            return RemoteSkills(server.url, args.api_key)
-    if via_server:
+
+async def _open_skills(args: argparse.Namespace) -> "Skills":
+    """The skills where the command runs (`_target`)."""
+    from agentic_rag.cli.skill_client import LocalSkills, RemoteSkills
+
+    target = _target(args)
+    if isinstance(target, str):
+        return RemoteSkills(target, args.api_key)
+    if args.command == "query":
         print(
-            f"agentic-rag {args.command}: loading the models in this process (seconds; a "
-            "running `agentic-rag serve` on this data directory would answer at once)",
+            "agentic-rag query: loading the models in this process (seconds; a running "
+            "`agentic-rag serve` on this data directory would answer at once)",
             file=sys.stderr,
         )
     from agentic_rag.engine import Engine
 
-    return await LocalSkills(Engine(settings, transport="stdio"), args.tenant).start()
+    return await LocalSkills(Engine(target, transport="stdio"), args.tenant).start()
 
 
 def _knowledge(args: argparse.Namespace) -> int:
-    """`ingest`, `query` and `sources`: on the server at --url, else on the local data."""
+    """`ingest`, `query` and `sources`: where `_target` says."""
     from agentic_rag.cli import knowledge as commands
 
     async def run() -> int:
-        skills = await _open_skills(args, via_server=args.command == "query")
+        skills = await _open_skills(args)
         try:
             if args.command == "ingest":
                 return await commands.ingest(
@@ -258,7 +269,7 @@ def _skills(args: argparse.Namespace) -> int:
 
 def _call(args: argparse.Namespace) -> int:
     """`call SKILL [ARGUMENTS]`: checked against the skill's input model before anything
-    starts, then run on the server at --url, else on the local data."""
+    starts, then run where `_target` says."""
     from agentic_rag.cli import skill_commands
 
     try:
@@ -281,15 +292,16 @@ def _call(args: argparse.Namespace) -> int:
 
 
 def _peers(args: argparse.Namespace) -> int:
-    """`peers add | list | remove`: on the server at --url, else on the local data."""
+    """`peers add | list | remove`: where `_target` says."""
     from agentic_rag.cli import peers as commands
 
     async def run() -> int:
+        target = _target(args)
         peers: commands.Peers
-        if args.url:
-            peers = commands.RemotePeers(args.url, args.api_key)
+        if isinstance(target, str):
+            peers = commands.RemotePeers(target, args.api_key)
         else:
-            peers = await commands.LocalPeers(Settings(**_overrides(args)), args.tenant).start()
+            peers = await commands.LocalPeers(target, args.tenant).start()
         try:
             return await commands.run(peers, args.peers_command, getattr(args, "target", None))
         finally:
@@ -318,12 +330,14 @@ def _add_data_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_target_options(command: argparse.ArgumentParser) -> None:
-    """Where a command's skills run: the local data directory (as --tenant), or --url."""
+    """Where a command's skills run: --url, the server holding the data directory, or the
+    local data directory (as --tenant) in this process (`_target`)."""
     _add_data_dir(command)
     command.add_argument(
         "--url",
         default=os.environ.get("AGENTIC_RAG_URL"),
-        help="a running server to use instead of the local data (default AGENTIC_RAG_URL)",
+        help="a running server to use (default AGENTIC_RAG_URL; without one, the server that "
+        "holds the data directory if one runs, else this process on the local data)",
     )
     command.add_argument(
         "--api-key",
@@ -334,7 +348,8 @@ def _add_target_options(command: argparse.ArgumentParser) -> None:
         "--tenant",
         type=_tenant,
         default="local",
-        help="the tenant whose data the local mode uses (default local)",
+        help="the tenant whose local data this process uses (default local, which a server "
+        "holding the data directory serves instead when one runs)",
     )
 
 

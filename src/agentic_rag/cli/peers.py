@@ -3,10 +3,12 @@
 Two ways, one answer (`AgentRecord`), as the REST routes give it:
 
 - `LocalPeers`: the registry of the data directory (or DATABASE_URL), with the registrar a
-  server uses (the card fetched through the SSRF guard, AGENTIC_RAG_PEERS_ALLOW_PRIVATE);
-  a server on the same database sees the peer at once.
+  server uses (the card fetched through the SSRF guard, AGENTIC_RAG_PEERS_ALLOW_PRIVATE of
+  this process); a server on the same database sees the peer at once.
 - `RemotePeers`: the operators' REST routes of a running server (`/a2a/agents...`), with an
   API key; the server's own settings (its SSRF guard) decide.
+
+A refusal says which of the two decided it: "in this process", or "the server at URL".
 """
 
 import sys
@@ -58,7 +60,7 @@ class LocalPeers:
         try:
             peer = await self._network.registrar.from_card_url(self._tenant, card_url)
         except RegistrationError as exc:
-            raise PeerCommandError(str(exc)) from None
+            raise PeerCommandError(f"{exc} (in this process)") from None
         return agent_record(peer)
 
     async def registered(self) -> list[AgentRecord]:
@@ -76,8 +78,9 @@ class LocalPeers:
 class RemotePeers:
     def __init__(self, url: str, api_key: str | None) -> None:
         headers = {"X-API-Key": api_key} if api_key else {}
+        self._url = url.rstrip("/")
         # Registering fetches the peer's card: give the server the time its fetch may take.
-        self._client = httpx.AsyncClient(base_url=url.rstrip("/"), headers=headers, timeout=60)
+        self._client = httpx.AsyncClient(base_url=self._url, headers=headers, timeout=60)
 
     async def add(self, card_url: str) -> AgentRecord:
         answer = await self._send("POST", "/a2a/agents/register", json={"card_url": card_url})
@@ -94,14 +97,14 @@ class RemotePeers:
         try:
             answer = await self._client.request(method, path, json=json)
         except httpx.TransportError as exc:
-            raise PeerCommandError(f"cannot reach {self._client.base_url}: {exc}") from None
+            raise PeerCommandError(f"cannot reach {self._url}: {exc}") from None
         if answer.is_success:
             return answer
         try:
             detail = answer.json().get("detail") or answer.text  # an RFC 7807 problem
         except ValueError:
             detail = answer.text
-        raise PeerCommandError(f"the server answered HTTP {answer.status_code}: {detail}")
+        raise PeerCommandError(f"the server at {self._url}: HTTP {answer.status_code}: {detail}")
 
     async def aclose(self) -> None:
         await self._client.aclose()

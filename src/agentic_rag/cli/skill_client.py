@@ -4,9 +4,12 @@ Both ways run the skill as a task and hand back its progress as it happens and i
 (structured and readable), so the CLI shows the same whichever it talks to:
 
 - `LocalSkills`: the task engine in this process (`TaskService.start_skill`), on the data
-  directory (or DATABASE_URL), as the `local` tenant unless told otherwise; a server using the
-  same directory may run meanwhile.
-- `RemoteSkills`: A2A `message/stream` on the server at a URL, with an API key.
+  directory (or DATABASE_URL), as the `local` tenant unless told otherwise, with this process's
+  settings; a server using the same directory may run meanwhile.
+- `RemoteSkills`: A2A `message/stream` on the server at a URL, with an API key; the server's
+  settings decide.
+
+A failure says which of the two decided it: "in this process", or "the server at URL".
 """
 
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -106,7 +109,7 @@ class LocalSkills:
             # The operator's own data directory: every group of tools.
             started = await tasks.start_skill(tenant, skill, arguments, groups=None, follow=True)
         except TaskError as exc:
-            raise SkillCallError(exc.message) from None
+            raise SkillCallError(f"{exc.message} (in this process)") from None
         try:
             async for text in started.progress():
                 await _tell(progress, text)
@@ -125,7 +128,9 @@ class LocalSkills:
                 | Running(message=said)
             ):
                 state = outcome.state.value
-                raise SkillCallError(f"{said or state} (task {outcome.task_id}, {state})")
+                raise SkillCallError(
+                    f"{said or state} (task {outcome.task_id}, {state} in this process)"
+                )
 
     async def aclose(self) -> None:
         await self._stack.aclose()
@@ -134,11 +139,24 @@ class LocalSkills:
 class RemoteSkills:
     def __init__(self, url: str, api_key: str | None) -> None:
         headers = {"X-API-Key": api_key} if api_key else {}
+        self._url = url.rstrip("/")
         self._client = httpx.AsyncClient(
-            base_url=url.rstrip("/"), headers=headers, timeout=httpx.Timeout(30, read=None)
+            base_url=self._url, headers=headers, timeout=httpx.Timeout(30, read=None)
         )
 
     async def call(self, skill: str, arguments: dict[str, Any], progress: Progress) -> Answer:
+        try:
+            task = await self._stream(skill, arguments, progress)
+            return result_of(task, skill)
+        except SkillCallError as exc:  # the server decided: it is named
+            raise SkillCallError(f"the server at {self._url}: {exc}") from None
+        except httpx.TransportError as exc:
+            raise SkillCallError(f"cannot reach {self._url}: {exc}") from None
+
+    async def _stream(
+        self, skill: str, arguments: dict[str, Any], progress: Progress
+    ) -> dict[str, Any]:
+        """The task as the server's stream left it; SkillCallError if it refused the call."""
         body = {
             "jsonrpc": "2.0",
             "id": new_id(),
@@ -146,29 +164,26 @@ class RemoteSkills:
             "params": {"message": skill_message(skill, arguments)},
         }
         task: dict[str, Any] | None = None
-        try:
-            async with self._client.stream("POST", "/", json=body) as response:
-                if response.status_code != 200:
-                    await response.aread()
-                    raise SkillCallError(_http_refusal(response))
-                if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                    # refused before any task existed: one JSON-RPC error, not a stream
-                    refusal = orjson.loads(await response.aread()).get("error", {})
-                    raise SkillCallError(refusal.get("message", f"refused: {refusal}"))
-                async for event in _sse_data(response.aiter_lines()):
-                    if "error" in event:
-                        raise SkillCallError(event["error"].get("message", str(event["error"])))
-                    result = event["result"]
-                    await _report(progress, result)
-                    if result.get("kind") == "task":
-                        task = result
-                    elif task is not None:
-                        task = _applied(task, result)
-        except httpx.TransportError as exc:
-            raise SkillCallError(f"cannot reach {self._client.base_url}: {exc}") from None
+        async with self._client.stream("POST", "/", json=body) as response:
+            if response.status_code != 200:
+                await response.aread()
+                raise SkillCallError(_http_refusal(response))
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                # refused before any task existed: one JSON-RPC error, not a stream
+                refusal = orjson.loads(await response.aread()).get("error", {})
+                raise SkillCallError(refusal.get("message", f"refused: {refusal}"))
+            async for event in _sse_data(response.aiter_lines()):
+                if "error" in event:
+                    raise SkillCallError(event["error"].get("message", str(event["error"])))
+                result = event["result"]
+                await _report(progress, result)
+                if result.get("kind") == "task":
+                    task = result
+                elif task is not None:
+                    task = _applied(task, result)
         if task is None:
-            raise SkillCallError("the server's stream ended without the task")
-        return result_of(task, skill)
+            raise SkillCallError("its stream ended without the task")
+        return task
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -207,4 +222,4 @@ def _http_refusal(response: httpx.Response) -> str:
         detail = error.get("message") or response.text
     except ValueError:
         detail = response.text
-    return f"the server answered HTTP {response.status_code}: {detail}"
+    return f"HTTP {response.status_code}: {detail}"

@@ -38,6 +38,7 @@ from agentic_rag.knowledge.results import (
 )
 from agentic_rag.knowledge.retrieval import Retrieval, RetrievalConfig
 from agentic_rag.knowledge.sources.boilerplate import CrawlBoilerplate, SiteBlocks
+from agentic_rag.knowledge.sources.html_page import normalize_url
 from agentic_rag.knowledge.sources.markdown import markdown_sections
 from agentic_rag.knowledge.sources.pdf import PageImage, PdfError, PdfReader
 from agentic_rag.knowledge.sources.web import (
@@ -228,9 +229,20 @@ class KnowledgeService:
         except ValueError as exc:
             raise InvalidRequest(str(exc)) from None
 
+        start = normalize_url(request.url) or request.url
+
         async def body(run: JobRun) -> None:
-            run.source = SourceRef("url", request.url, "", request.metadata)
-            run.summary.source_id = await self.store.find_source(tenant, "url", request.url) or ""
+            # A page of a site crawled before refreshes that site's source: one source, not
+            # a second one over the same documents.
+            site = await self.store.site_source(tenant, start)
+            source_id, uri = site or ("", start)
+            run.source = SourceRef("url", uri, "", request.metadata)
+            run.summary.source_id = source_id
+            if uri != start:
+                run.summary.notes.append(
+                    f"{start} is a page of {uri}, ingested before: its source {source_id} "
+                    "was refreshed"
+                )
             counted = await self._resume_crawl(run)
             remaining = replace(options, max_pages=max(1, options.max_pages - counted))
             stored_ids: dict[str, str] = {}  # the stored pages' documents, by URL
