@@ -18,10 +18,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from tests.support.knowledge import Caller
-from tests.support.live import live_server, serve_in_thread
+from tests.support.knowledge import Caller, crawling_caller
+from tests.support.live import serve_in_thread
 from tests.support.outcomes import failure, output
-from tests.support.security import create_key
 
 LOCKS = (
     "The canal lock at Saint Vincent lifts boats four metres in eleven minutes. The keeper "
@@ -79,18 +78,8 @@ def site() -> Iterator[str]:
 
 @pytest.fixture
 def alpha(database_url: str, data_dir: Path) -> Iterator[Caller]:
-    key = create_key(database_url, "alpha", ["read", "write"])
-    # The allow-list as a user types it: a comma-separated list, not JSON.
-    with live_server(
-        None,
-        database_url=database_url,
-        data_dir=data_dir,
-        ingest_allow_private="127.0.0.1,::1",
-        ingest_host_interval_seconds=0,
-    ) as live:
-        caller = Caller(live.url, key)
+    with crawling_caller(database_url, data_dir, "alpha") as caller:
         yield caller
-        caller.client.close()
 
 
 def by_uri(summary: dict[str, Any], base: str) -> dict[str, dict[str, Any]]:

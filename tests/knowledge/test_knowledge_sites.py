@@ -12,10 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.knowledge import Caller, bee_site
-from tests.support.live import live_server, serve_in_thread
+from tests.support.knowledge import Caller, bee_site, crawling_caller
+from tests.support.live import serve_in_thread
 from tests.support.outcomes import output
-from tests.support.security import create_key
 
 UNTITLED = (
     "<!doctype html><html><body><main><p>Wax moths lay their eggs in stored combs; freezing "
@@ -31,17 +30,8 @@ def site() -> Iterator[str]:
 
 @pytest.fixture
 def caller(database_url: str, data_dir: Path) -> Iterator[Caller]:
-    key = create_key(database_url, "apiary", ["read", "write"])
-    with live_server(
-        None,
-        database_url=database_url,
-        data_dir=data_dir,
-        ingest_allow_private="127.0.0.1",
-        ingest_host_interval_seconds=0,
-    ) as live:
-        caller = Caller(live.url, key)
+    with crawling_caller(database_url, data_dir, "apiary") as caller:
         yield caller
-        caller.client.close()
 
 
 def sources(caller: Caller) -> list[dict[str, Any]]:

@@ -3,7 +3,9 @@ the sites they crawl (and a small site of three pages), and the hosted chat doub
 and answers use."""
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,7 +15,9 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from tests.support.hosted_chat import HostedChatDouble
+from tests.support.live import live_server
 from tests.support.rpc import call, text_message
+from tests.support.security import create_key
 
 
 def article_page(title: str, text: str, links: str = "") -> str:
@@ -61,6 +65,25 @@ class Caller:
         answer = call(self.client, "message/send", {"message": text_message(text)})
         task: dict[str, Any] = answer["result"]
         return task
+
+
+@contextmanager
+def crawling_caller(database_url: str, data_dir: Path, tenant: str) -> Iterator[Caller]:
+    """A caller of `tenant` on the product's server, which crawls loopback sites (the allow-list
+    as a user types it: a comma-separated list) without pausing between requests."""
+    key = create_key(database_url, tenant, ["read", "write"])
+    with live_server(
+        None,
+        database_url=database_url,
+        data_dir=data_dir,
+        ingest_allow_private="127.0.0.1,::1",
+        ingest_host_interval_seconds=0,
+    ) as live:
+        caller = Caller(live.url, key)
+        try:
+            yield caller
+        finally:
+            caller.client.close()
 
 
 def page(title: str, text: str, *links: str) -> str:
