@@ -12,6 +12,10 @@ from pathlib import Path
 import httpx
 
 BIN = Path(sys.executable).parent
+# Until a server answers /readyz. Only a hang reaches it (a server that cannot start exits,
+# and the wait ends there): the process imports the engine, then each worker does and loads
+# the embedding model, which on 2 busy cores took over 3 minutes (60 s failed 1 run in 2).
+START_SECONDS = 600
 
 
 @contextmanager
@@ -24,7 +28,7 @@ def serving(data_dir: Path, port: int, *args: str) -> Iterator[subprocess.Popen[
             [*command, "--data-dir", str(data_dir)], stdout=log, stderr=subprocess.STDOUT
         )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START_SECONDS
         while True:
             assert server.poll() is None, log_path.read_text()
             assert time.monotonic() < deadline, log_path.read_text()
